@@ -1,0 +1,102 @@
+#pragma once
+// A thin MPI communicator wrapper with the project's two collective rules built in:
+//  * failures are agreed on: a phase that fails on any rank throws the same
+//    CollectiveError on every rank, so no rank is left waiting in a collective;
+//  * sums that feed results are deterministic: partials are gathered and added in
+//    global-id order, never left to MPI's reduction order.
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kotml/core/error.hpp"
+#include "kotml/core/types.hpp"
+
+namespace kotml::dist {
+
+/// An Error known to every rank at once (thrown by Comm::agree). The CLI prints
+/// it once, from rank 0, and every rank exits with code 2.
+class CollectiveError : public Error {
+ public:
+  explicit CollectiveError(const Error& e) : Error(e.file(), e.element(), e.reason()) {}
+};
+
+class Comm {
+ public:
+  explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+  MPI_Comm raw() const { return comm_; }
+
+  void barrier() const;
+
+  /// Collective. If any rank passes a failure, every rank throws a CollectiveError
+  /// carrying the failure of the lowest failing rank; otherwise returns.
+  void agree(const std::optional<Error>& local_failure) const;
+
+  /// Collective. Runs body on every rank; an Error (or other exception) it throws
+  /// is held back until all ranks have finished the body, then agreed on.
+  template <class Body>
+  void phase(Body&& body) const {
+    std::optional<Error> failure;
+    try {
+      body();
+    } catch (const CollectiveError&) {
+      throw;  // already agreed on by every rank
+    } catch (const Error& e) {
+      failure = e;
+    } catch (const std::exception& e) {
+      failure = Error("", "", std::string("internal error: ") + e.what());
+    }
+    agree(failure);
+  }
+
+  // --- broadcasts (from root to all) ---------------------------------------
+  void bcast(void* data, std::size_t bytes, int root = 0) const;
+  template <class T>
+  void bcast_vector(std::vector<T>& values, int root = 0) const {
+    std::uint64_t n = values.size();
+    bcast(&n, sizeof n, root);
+    values.resize(n);
+    if (n) bcast(values.data(), n * sizeof(T), root);
+  }
+  void bcast_string(std::string& text, int root = 0) const;
+  void bcast_strings(std::vector<std::string>& texts, int root = 0) const;
+
+  // --- reductions that are exact or order-free ------------------------------
+  std::int64_t sum(std::int64_t local) const;
+  double max(double local) const;
+  double min(double local) const;
+  std::int64_t max(std::int64_t local) const;
+  bool any(bool local) const;
+  bool all(bool local) const;
+
+  // --- gathers (result on every rank, concatenated in rank order) -----------
+  std::vector<double> allgatherv(const std::vector<double>& local) const;
+  std::vector<std::int64_t> allgatherv(const std::vector<std::int64_t>& local) const;
+  std::vector<std::string> allgather_strings(const std::string& local) const;
+
+  /// Deterministic sum of per-unit partial vectors. Each rank contributes the
+  /// partials of the units it owns (ids[u] is unit u's global id, partials holds
+  /// `width` values per unit, row after row). Every rank receives the sum over all
+  /// units of all ranks, added in increasing global-id order: the result is
+  /// bit-identical for any rank count and any assignment of units to ranks.
+  std::vector<double> sum_by_id(const std::vector<GlobalId>& ids,
+                                const std::vector<double>& partials, std::size_t width) const;
+
+  /// Collects warning lines from all ranks and prints each distinct one once, on
+  /// rank 0, in rank order. Collective.
+  void gather_warnings(const std::vector<std::string>& local_warnings) const;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace kotml::dist

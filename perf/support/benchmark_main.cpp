@@ -1,0 +1,43 @@
+// Main of every benchmark driver: MPI, Kokkos, then Google Benchmark. The
+// machine is named in the context block so that a table always says where it
+// was measured.
+
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <fstream>
+#include <string>
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  MPI_Init(&argc, &argv);
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    benchmark::AddCustomContext("host", host);
+    benchmark::AddCustomContext("cpu_model", cpu_model());
+    benchmark::AddCustomContext("kokkos_execution_space", Kokkos::DefaultExecutionSpace::name());
+    benchmark::AddCustomContext("kokkos_concurrency",
+                                std::to_string(Kokkos::DefaultExecutionSpace().concurrency()));
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,234 @@
+// kotml's entry point: MPI, then Kokkos, then one subcommand.
+//
+// Error handling: option errors are the same on every rank, and a subcommand runs
+// inside Comm::phase, so a kotml::Error reaches main as a CollectiveError known to
+// every rank: rank 0 prints it once and every rank exits 2. Subcommands wrap
+// each stage that can fail on one rank alone in its own phase, so that no rank is
+// left waiting in a collective. Anything else is a bug: the rank that hit it
+// prints it and aborts the job rather than hang.
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <boost/program_options.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/core/version.hpp"
+#include "kotml/dist/comm.hpp"
+#include "subcommand.hpp"
+
+namespace kotml::cli {
+namespace {
+
+std::string kokkos_version() {
+  const int v = KOKKOS_VERSION;
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+std::string kokkos_backends() {
+  std::string list;
+  auto add = [&](const char* name) { list += (list.empty() ? "" : ", ") + std::string(name); };
+#ifdef KOKKOS_ENABLE_SERIAL
+  add("Serial");
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+  add("OpenMP");
+#endif
+#ifdef KOKKOS_ENABLE_THREADS
+  add("Threads");
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+  add("Cuda");
+#endif
+#ifdef KOKKOS_ENABLE_HIP
+  add("HIP");
+#endif
+#ifdef KOKKOS_ENABLE_SYCL
+  add("SYCL");
+#endif
+  return list;
+}
+
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string first_line(text, static_cast<std::size_t>(length));
+  first_line = first_line.substr(0, first_line.find_first_of("\n,"));
+  return first_line;
+}
+
+void print_version() {
+  auto& out = log::out();
+  out << "kotml " << version_string << " (git " << git_hash << ", " << build_type << ")\n"
+      << "Kokkos " << kokkos_version() << ", backends: " << kokkos_backends()
+      << " (default execution space: " << Kokkos::DefaultExecutionSpace::name() << ")\n"
+      << "MPI: " << mpi_library() << "\n"
+      << "HDF5: " << hdf5_version << "\n";
+}
+
+void print_general_help(const std::vector<Subcommand>& subcommands) {
+  auto& out = log::out();
+  out << "kotml " << version_string
+      << " - optimal-transport metric learning for single-cell cohorts\n\n"
+      << "Usage: kotml <subcommand> [options]\n"
+      << "       mpirun -np N kotml <subcommand> [options]\n\n"
+      << "Subcommands:\n";
+  for (const auto& s : subcommands) {
+    out << "  " << s.name << std::string(s.name.size() < 12 ? 12 - s.name.size() : 1, ' ')
+        << s.summary << "\n";
+  }
+  out << "\nOptions for every subcommand:\n"
+      << "  --help             print the subcommand's options with their defaults\n"
+      << "  --config FILE      read options from an INI file; the command line wins\n"
+      << "  --verbose          print progress to stderr\n"
+      << "  --kokkos-...       passed to Kokkos (e.g. --kokkos-num-threads=4)\n\n"
+      << "  kotml --version    print the version, git hash, Kokkos version and backends\n"
+      << "Run 'kotml <subcommand> --help' for the options of one subcommand.\n";
+}
+
+/// Reads an INI file into options of one subcommand. Keys may stand at the top
+/// or in a [<subcommand>] section; sections named after other subcommands are
+/// skipped, so one file can configure a whole pipeline.
+void store_config_file(const std::string& path, const Subcommand& sub,
+                       const po::options_description& desc,
+                       const std::vector<Subcommand>& subcommands, po::variables_map& vm) {
+  std::ifstream in(path);
+  if (!in) throw Error(path, "", "cannot open the configuration file");
+  po::parsed_options raw(&desc);
+  try {
+    raw = po::parse_config_file(in, desc, /*allow_unregistered=*/true);
+  } catch (const po::error& e) {
+    throw Error(path, "", e.what());
+  }
+  po::parsed_options mine(&desc);
+  for (auto option : raw.options) {
+    std::string key = option.string_key;
+    const auto dot = key.find('.');
+    if (dot != std::string::npos) {
+      const std::string section = key.substr(0, dot);
+      if (section != sub.name) {
+        bool known_section = false;
+        for (const auto& other : subcommands) known_section |= (other.name == section);
+        if (known_section) continue;
+        throw Error(path, "[" + section + "]", "unknown section; sections are named after subcommands");
+      }
+      key = key.substr(dot + 1);
+    }
+    if (!desc.find_nothrow(key, false))
+      throw Error(path, key, "unknown option for 'kotml " + sub.name + "'");
+    option.string_key = key;
+    option.unregistered = false;
+    mine.options.push_back(option);
+  }
+  try {
+    po::store(mine, vm);
+  } catch (const po::error& e) {
+    throw Error(path, "", e.what());
+  }
+}
+
+int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
+  const auto subcommands = all_subcommands();
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_general_help(subcommands);
+    return args.empty() ? exit_user_error : exit_ok;
+  }
+  if (args[0] == "--version") {
+    print_version();
+    return exit_ok;
+  }
+  const Subcommand* sub = nullptr;
+  for (const auto& s : subcommands)
+    if (s.name == args[0]) sub = &s;
+  if (!sub) throw Error("", "", "unknown subcommand '" + args[0] + "' (see 'kotml --help')");
+
+  po::options_description desc("Options for 'kotml " + sub->name + "'");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("config", po::value<std::string>(), "INI file with options; the command line wins")
+      ("verbose", po::bool_switch(), "print progress to stderr");
+  po::positional_options_description positional;
+  sub->declare(desc, positional);
+
+  const std::vector<std::string> sub_args(args.begin() + 1, args.end());
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(sub_args).options(desc).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw Error("", "", e.what());
+  }
+  if (vm.count("help")) {
+    log::out() << "Usage: " << sub->usage << "\n\n" << sub->summary << "\n\n" << desc << "\n";
+    return exit_ok;
+  }
+  if (vm.count("config"))
+    store_config_file(vm["config"].as<std::string>(), *sub, desc, subcommands, vm);
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error("", "", e.what());
+  }
+  log::set_verbose(vm["verbose"].as<bool>());
+  int code = exit_ok;
+  comm.phase([&] { code = sub->run(vm, comm); });
+  return code;
+}
+
+/// Option errors are found identically on every rank, before any communication.
+int dispatch_agreed(const std::vector<std::string>& args, const dist::Comm& comm) {
+  try {
+    return dispatch(args, comm);
+  } catch (const dist::CollectiveError&) {
+    throw;
+  } catch (const Error& e) {
+    throw dist::CollectiveError(e);
+  }
+}
+
+}  // namespace
+}  // namespace kotml::cli
+
+int main(int argc, char* argv[]) {
+  MPI_Init(&argc, &argv);
+  int code = kotml::exit_ok;
+  {
+    const kotml::dist::Comm comm(MPI_COMM_WORLD);
+    kotml::log::set_rank(comm.rank());
+
+    // Kokkos sees only its own flags; in particular it never sees --help.
+    std::vector<char*> kokkos_argv{argv[0]};
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strncmp(argv[i], "--kokkos-", 9) == 0)
+        kokkos_argv.push_back(argv[i]);
+      else
+        args.emplace_back(argv[i]);
+    }
+    int kokkos_argc = static_cast<int>(kokkos_argv.size());
+    kokkos_argv.push_back(nullptr);
+
+    Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
+    try {
+      code = kotml::cli::dispatch_agreed(args, comm);
+    } catch (const kotml::dist::CollectiveError& e) {
+      if (comm.is_root()) std::cerr << "kotml: error: " << e.what() << std::endl;
+      code = kotml::exit_user_error;
+    } catch (const std::exception& e) {
+      std::cerr << "kotml: internal error: " << e.what() << std::endl;
+      if (comm.size() > 1) MPI_Abort(MPI_COMM_WORLD, kotml::exit_internal_error);
+      code = kotml::exit_internal_error;
+    }
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,55 @@
+#pragma once
+// Validation helpers shared by subcommands: each check that fails throws an Error
+// naming the option, so a bad value becomes one clear line and exit code 2.
+
+#include <boost/program_options.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kotml/core/error.hpp"
+
+namespace kotml::cli {
+
+namespace po = boost::program_options;
+
+template <class T>
+T option(const po::variables_map& vm, const std::string& name) {
+  return vm[name].as<T>();
+}
+
+inline bool has(const po::variables_map& vm, const std::string& name) {
+  return vm.count(name) > 0 && !vm[name].defaulted();
+}
+
+template <class T>
+T positive(const po::variables_map& vm, const std::string& name) {
+  const T value = vm[name].as<T>();
+  if (!(value > T(0)) || !std::isfinite(static_cast<double>(value)))
+    throw Error::option(name, "must be positive, got " + std::to_string(value));
+  return value;
+}
+
+template <class T>
+T non_negative(const po::variables_map& vm, const std::string& name) {
+  const T value = vm[name].as<T>();
+  if (!(value >= T(0)) || !std::isfinite(static_cast<double>(value)))
+    throw Error::option(name, "must be zero or positive, got " + std::to_string(value));
+  return value;
+}
+
+template <class T>
+T in_range(const po::variables_map& vm, const std::string& name, T lo, T hi) {
+  const T value = vm[name].as<T>();
+  if (!(value >= lo && value <= hi))
+    throw Error::option(name, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                  "], got " + std::to_string(value));
+  return value;
+}
+
+/// The value of a string option that must be one of the choices.
+std::string one_of(const po::variables_map& vm, const std::string& name,
+                   const std::vector<std::string>& choices);
+
+}  // namespace kotml::cli

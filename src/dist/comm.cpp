@@ -1,0 +1,201 @@
+#include "kotml/dist/comm.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "kotml/core/log.hpp"
+
+namespace kotml::dist {
+namespace {
+
+// Errors travel as three strings joined by a separator that cannot occur in a
+// one-line message.
+constexpr char field_separator = '\x1f';
+
+std::string pack(const Error& e) {
+  return e.file() + field_separator + e.element() + field_separator + e.reason();
+}
+
+Error unpack(const std::string& text) {
+  const auto first = text.find(field_separator);
+  const auto second = text.find(field_separator, first + 1);
+  return Error(text.substr(0, first), text.substr(first + 1, second - first - 1),
+               text.substr(second + 1));
+}
+
+}  // namespace
+
+Comm::Comm(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+void Comm::barrier() const { MPI_Barrier(comm_); }
+
+void Comm::agree(const std::optional<Error>& local_failure) const {
+  int mine = local_failure ? rank_ : size_;
+  int first_failing = mine;
+  MPI_Allreduce(&mine, &first_failing, 1, MPI_INT, MPI_MIN, comm_);
+  if (first_failing == size_) return;
+  std::string message = (rank_ == first_failing) ? pack(*local_failure) : std::string();
+  bcast_string(message, first_failing);
+  throw CollectiveError(unpack(message));
+}
+
+void Comm::bcast(void* data, std::size_t bytes, int root) const {
+  // MPI counts are int; large payloads go in chunks.
+  auto* bytes_ptr = static_cast<char*>(data);
+  const std::size_t chunk = std::size_t(1) << 30;
+  for (std::size_t offset = 0; offset < bytes; offset += chunk) {
+    const int count = static_cast<int>(std::min(chunk, bytes - offset));
+    MPI_Bcast(bytes_ptr + offset, count, MPI_BYTE, root, comm_);
+  }
+}
+
+void Comm::bcast_string(std::string& text, int root) const {
+  std::uint64_t n = text.size();
+  bcast(&n, sizeof n, root);
+  text.resize(n);
+  if (n) bcast(text.data(), n, root);
+}
+
+void Comm::bcast_strings(std::vector<std::string>& texts, int root) const {
+  std::string joined;
+  std::vector<std::uint64_t> lengths;
+  if (rank_ == root) {
+    for (const auto& t : texts) {
+      lengths.push_back(t.size());
+      joined += t;
+    }
+  }
+  bcast_vector(lengths, root);
+  bcast_string(joined, root);
+  if (rank_ != root) {
+    texts.clear();
+    std::size_t offset = 0;
+    for (auto n : lengths) {
+      texts.push_back(joined.substr(offset, n));
+      offset += n;
+    }
+  }
+}
+
+std::int64_t Comm::sum(std::int64_t local) const {
+  std::int64_t total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_INT64_T, MPI_SUM, comm_);
+  return total;
+}
+
+double Comm::max(double local) const {
+  double result = 0;
+  MPI_Allreduce(&local, &result, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  return result;
+}
+
+double Comm::min(double local) const {
+  double result = 0;
+  MPI_Allreduce(&local, &result, 1, MPI_DOUBLE, MPI_MIN, comm_);
+  return result;
+}
+
+std::int64_t Comm::max(std::int64_t local) const {
+  std::int64_t result = 0;
+  MPI_Allreduce(&local, &result, 1, MPI_INT64_T, MPI_MAX, comm_);
+  return result;
+}
+
+bool Comm::any(bool local) const {
+  int mine = local ? 1 : 0, result = 0;
+  MPI_Allreduce(&mine, &result, 1, MPI_INT, MPI_LOR, comm_);
+  return result != 0;
+}
+
+bool Comm::all(bool local) const {
+  int mine = local ? 1 : 0, result = 0;
+  MPI_Allreduce(&mine, &result, 1, MPI_INT, MPI_LAND, comm_);
+  return result != 0;
+}
+
+namespace {
+template <class T>
+std::vector<T> allgatherv_impl(const std::vector<T>& local, MPI_Datatype type, MPI_Comm comm,
+                               int size) {
+  int mine = static_cast<int>(local.size());
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<T> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(local.data(), mine, type, all.data(), counts.data(), displs.data(), type, comm);
+  return all;
+}
+}  // namespace
+
+std::vector<double> Comm::allgatherv(const std::vector<double>& local) const {
+  return allgatherv_impl(local, MPI_DOUBLE, comm_, size_);
+}
+
+std::vector<std::int64_t> Comm::allgatherv(const std::vector<std::int64_t>& local) const {
+  return allgatherv_impl(local, MPI_INT64_T, comm_, size_);
+}
+
+std::vector<std::string> Comm::allgather_strings(const std::string& local) const {
+  std::vector<char> mine(local.begin(), local.end());
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<char> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR,
+                 comm_);
+  std::vector<std::string> texts;
+  for (int r = 0; r < size_; ++r)
+    texts.emplace_back(all.data() + displs[static_cast<std::size_t>(r)],
+                       static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
+  return texts;
+}
+
+std::vector<double> Comm::sum_by_id(const std::vector<GlobalId>& ids,
+                                    const std::vector<double>& partials, std::size_t width) const {
+  if (partials.size() != ids.size() * width)
+    throw Error("", "", "internal error: sum_by_id got partials of the wrong length");
+  const std::vector<std::int64_t> local_ids(ids.begin(), ids.end());
+  const auto all_ids = allgatherv(local_ids);
+  const auto all_partials = allgatherv(partials);
+  std::vector<std::size_t> order(all_ids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return all_ids[a] < all_ids[b]; });
+  std::vector<double> total(width, 0.0);
+  for (std::size_t unit : order)
+    for (std::size_t k = 0; k < width; ++k) total[k] += all_partials[unit * width + k];
+  return total;
+}
+
+void Comm::gather_warnings(const std::vector<std::string>& local_warnings) const {
+  std::string joined;
+  for (const auto& w : local_warnings) joined += w + '\n';
+  const auto per_rank = allgather_strings(joined);
+  if (rank_ != 0) return;
+  std::set<std::string> printed;
+  for (const auto& text : per_rank) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+      const auto end = text.find('\n', start);
+      const std::string line = text.substr(start, end - start);
+      if (!line.empty() && printed.insert(line).second) log::warn(line);
+      start = end + 1;
+    }
+  }
+}
+
+}  // namespace kotml::dist
