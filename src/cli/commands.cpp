@@ -4,8 +4,12 @@
 
 namespace kotml::cli {
 
+Subcommand info_subcommand();
+
 std::vector<Subcommand> all_subcommands() {
-  return {};
+  return {
+      info_subcommand(),
+  };
 }
 
 }  // namespace kotml::cli

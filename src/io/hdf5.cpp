@@ -621,6 +621,40 @@ std::vector<T> File::read_range(const std::string& dataset, std::int64_t begin, 
 }
 
 template <class T>
+std::vector<T> File::read_ranges(const std::string& dataset,
+                                 const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) const {
+  static_assert(is_numeric_v<T>, "h5::File::read_ranges: unsupported element type");
+  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  Handle d = open_dataset(id_, path_, dataset);
+  Handle space = dataset_space(d.get(), path_, dataset);
+  const auto dims = space_dims(space.get(), path_, dataset);
+  if (dims.size() != 1)
+    throw Error(path_, display(dataset), "expected a 1-D dataset, found " +
+                                             std::to_string(dims.size()) + " dimensions");
+  std::int64_t total = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin < 0 || end < begin || end > dims[0])
+      throw Error(path_, display(dataset), "range [" + std::to_string(begin) + ", " +
+                                               std::to_string(end) + ") lies outside its " +
+                                               std::to_string(dims[0]) + " elements");
+    total += end - begin;
+  }
+  std::vector<T> values(static_cast<std::size_t>(total));
+  std::size_t offset = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (end == begin) continue;
+    const hsize_t start = static_cast<hsize_t>(begin), count = static_cast<hsize_t>(end - begin);
+    if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) < 0)
+      fail(path_, dataset, "cannot select a range");
+    Handle mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
+    read_numbers(Source::dataset, d.get(), mem.get(), space.get(), values.data() + offset,
+                 static_cast<std::size_t>(count), path_, dataset);
+    offset += static_cast<std::size_t>(count);
+  }
+  return values;
+}
+
+template <class T>
 std::vector<T> File::read_row_range(const std::string& dataset, std::int64_t begin,
                                     std::int64_t end) const {
   static_assert(is_numeric_v<T>, "h5::File::read_row_range: unsupported element type");
@@ -1040,6 +1074,8 @@ void File::write_bool_attribute(const std::string& object, const std::string& na
 #define KOTML_H5_INSTANTIATE(T)                                                                     \
   template std::vector<T> File::read<T>(const std::string&) const;                                 \
   template std::vector<T> File::read_range<T>(const std::string&, std::int64_t, std::int64_t) const; \
+  template std::vector<T> File::read_ranges<T>(                                                     \
+      const std::string&, const std::vector<std::pair<std::int64_t, std::int64_t>>&) const;         \
   template std::vector<T> File::read_rows<T>(const std::string&, const std::vector<std::int64_t>&) const; \
   template std::vector<T> File::read_row_range<T>(const std::string&, std::int64_t, std::int64_t) const; \
   template std::vector<T> File::read_numeric_attribute<T>(const std::string&, const std::string&) const; \

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kotml::io::h5 {
@@ -87,6 +88,11 @@ class File {
   /// Elements [begin, end) of a 1-D dataset, read as a hyperslab.
   template <class T>
   std::vector<T> read_range(const std::string& dataset, std::int64_t begin, std::int64_t end) const;
+  /// Several ranges [first, second) of a 1-D dataset, concatenated in the order
+  /// given; the dataset is opened once (sparse row slices, one per donor block).
+  template <class T>
+  std::vector<T> read_ranges(const std::string& dataset,
+                             const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) const;
   /// Selected rows of a 2-D dataset, row-major, in the order given (repeats
   /// allowed). Neighbouring rows are read together; the rest is never read.
   template <class T>
