@@ -1,0 +1,63 @@
+#include "kotml/graph/dijkstra.hpp"
+
+namespace kotml::graph {
+namespace {
+
+using ScratchSpace = ExecSpace::scratch_memory_space;
+using ScratchDoubles =
+    Kokkos::View<double*, ScratchSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ScratchIds = Kokkos::View<NodeId*, ScratchSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
+
+/// Level 1: the workspace grows with n (24 bytes a node), beyond what fast
+/// on-chip scratch holds on a GPU; on the host both levels are plain memory.
+constexpr int scratch_level = 1;
+
+/// One team per source. A single thread walks the heap: Dijkstra's settle order
+/// is sequential, and rows of kNN graphs (degree ≈ k) are too short to split.
+template <class T>
+struct ShortestPathsFromSources {
+  CsrGraph<MemSpace> g;
+  Kokkos::View<const NodeId*, MemSpace> sources;
+  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> out;
+
+  KOKKOS_FUNCTION void operator()(const TeamPolicy::member_type& team) const {
+    const NodeId n = static_cast<NodeId>(g.n);
+    ScratchDoubles dist(team.team_scratch(scratch_level), n);
+    ScratchDoubles heap_key(team.team_scratch(scratch_level), n);
+    ScratchIds heap_node(team.team_scratch(scratch_level), n);
+    ScratchIds pos(team.team_scratch(scratch_level), n);
+    const std::int64_t row = team.league_rank();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      dijkstra_from(g.offsets, g.neighbors, g.weights, n, sources(row), dist.data(),
+                    heap_key.data(), heap_node.data(), pos.data());
+      for (NodeId v = 0; v < n; ++v) out(row, v) = static_cast<T>(dist(v));
+    });
+  }
+};
+
+}  // namespace
+
+std::size_t dijkstra_scratch_bytes(std::int64_t n) {
+  return 2 * ScratchDoubles::shmem_size(n) + 2 * ScratchIds::shmem_size(n);
+}
+
+template <class T>
+void shortest_paths(const CsrGraph<MemSpace>& g, Kokkos::View<const NodeId*, MemSpace> sources,
+                    Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> out) {
+  const std::int64_t count = sources.extent(0);
+  if (count == 0 || g.n == 0) return;
+  TeamPolicy policy(count, 1);
+  policy.set_scratch_size(scratch_level, Kokkos::PerTeam(dijkstra_scratch_bytes(g.n)));
+  Kokkos::parallel_for("kotml::graph::shortest_paths", policy,
+                       ShortestPathsFromSources<T>{g, sources, out});
+}
+
+template void shortest_paths<float>(const CsrGraph<MemSpace>&,
+                                    Kokkos::View<const NodeId*, MemSpace>,
+                                    Kokkos::View<float**, Kokkos::LayoutRight, MemSpace>);
+template void shortest_paths<double>(const CsrGraph<MemSpace>&,
+                                     Kokkos::View<const NodeId*, MemSpace>,
+                                     Kokkos::View<double**, Kokkos::LayoutRight, MemSpace>);
+
+}  // namespace kotml::graph
