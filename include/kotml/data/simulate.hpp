@@ -56,6 +56,7 @@ struct SimulatedData {
   std::vector<std::pair<std::string, std::vector<double>>> var_numeric;
   std::vector<Array> obsm;
   std::vector<Array> uns;
+  std::vector<std::pair<std::string, double>> uns_scalars;
   std::vector<std::pair<std::string, std::string>> uns_strings;
 
   const std::vector<std::string>& obs_column(const std::string& name) const;

@@ -1,0 +1,33 @@
+#pragma once
+// Sparse matrices of the preprocessing pipeline: host CSR (io::CsrMatrix) and its
+// device mirror for kernels, plus the two structural operations prep needs.
+
+#include <cstdint>
+#include <vector>
+
+#include "kotml/core/types.hpp"
+#include "kotml/io/anndata.hpp"
+
+namespace kotml::data {
+
+using HostCsr = io::CsrMatrix<float>;
+
+/// A CSR matrix in device memory (read-only views).
+struct DeviceCsr {
+  std::int64_t rows = 0, cols = 0;
+  Vector<const std::int64_t> indptr;
+  Vector<const std::int64_t> indices;
+  Vector<const float> values;
+};
+
+DeviceCsr to_device(const HostCsr& csr);
+
+/// The transpose (equivalently: the CSC form of the input), built by a stable
+/// counting sort, so columns list their rows in ascending order.
+HostCsr transpose(const HostCsr& csr);
+
+/// The given columns, renumbered 0.. in the order listed (ascending input keeps
+/// indices sorted).
+HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& columns);
+
+}  // namespace kotml::data

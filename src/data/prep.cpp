@@ -1,0 +1,206 @@
+// The `kotml prep` pipeline (see prep.hpp).
+
+#include "kotml/data/prep.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kotml/core/error.hpp"
+#include "kotml/data/normalize_total.hpp"
+#include "kotml/data/sparse.hpp"
+#include "kotml/io/anndata.hpp"
+
+namespace kotml::data {
+namespace {
+
+io::Column numeric_column(const std::string& name, const std::vector<double>& values) {
+  io::Column c;
+  c.name = name;
+  c.kind = io::ColumnKind::numeric;
+  c.dtype = "float64";
+  c.numbers = values;
+  return c;
+}
+
+io::Column bool_column(const std::string& name, const std::vector<std::uint8_t>& values) {
+  io::Column c;
+  c.name = name;
+  c.kind = io::ColumnKind::boolean;
+  c.dtype = "bool";
+  c.numbers.assign(values.begin(), values.end());
+  return c;
+}
+
+/// Batch codes per cell from an obs column, categories sorted as pandas does
+/// for strings (anndata's categoricals keep their own order, which we follow).
+std::vector<std::int32_t> batch_codes(const io::AnnDataReader& reader, const std::string& key, std::int64_t& n) {
+  const auto columns = reader.obs_columns();
+  if (std::find(columns.begin(), columns.end(), key) == columns.end())
+    throw Error(reader.path(), "obs/" + key, "no such obs column for --batch-key");
+  const auto column = reader.obs(key);
+  const auto labels = column.as_strings();
+  std::vector<std::string> categories;
+  if (column.kind == io::ColumnKind::categorical) {
+    // Only categories that occur: a batch without cells has no statistics.
+    for (const auto& c : column.categories)
+      if (std::find(labels.begin(), labels.end(), c) != labels.end()) categories.push_back(c);
+  } else {
+    categories = labels;
+    std::sort(categories.begin(), categories.end());
+    categories.erase(std::unique(categories.begin(), categories.end()), categories.end());
+  }
+  std::vector<std::int32_t> codes(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty())
+      throw Error(reader.path(), "obs/" + key, "cell " + std::to_string(i) + " has no batch (missing value)");
+    codes[i] = static_cast<std::int32_t>(std::find(categories.begin(), categories.end(), labels[i]) - categories.begin());
+  }
+  n = static_cast<std::int64_t>(categories.size());
+  return codes;
+}
+
+}  // namespace
+
+PrepReport run_prep(const PrepOptions& o) {
+  PrepReport report;
+  if (o.normalize && !(o.target_sum > 0.0) ) throw Error::option("target-sum", "must be positive");
+  const io::AnnDataReader reader(o.input);
+  const std::string element = o.layer.empty() ? "X" : "layers/" + o.layer;
+  if (!o.layer.empty()) {
+    const auto layers = reader.layers();
+    if (std::find(layers.begin(), layers.end(), o.layer) == layers.end())
+      throw Error(o.input, element, "no such layer");
+  }
+  HostCsr x = reader.read_csr<float>(element);
+  report.n_obs = x.rows;
+  report.n_vars = x.cols;
+  const auto gene_names = reader.var_names();
+
+  const ValueCheck check = check_values(x);
+  if (check.non_finite > 0)
+    throw Error(o.input, element, std::to_string(check.non_finite) + " NaN or infinite value(s)");
+  if (o.normalize && check.negative > 0)
+    throw Error(o.input, element,
+                std::to_string(check.negative) +
+                    " negative value(s): normalize_total expects counts (use --no-normalize for log data)");
+  if (o.normalize && check.non_integer > 0)
+    report.warnings.push_back(element + " holds " + std::to_string(check.non_integer) +
+                              " non-integer values; normalize_total + log1p expect raw counts");
+
+  HostCsr counts;
+  if (o.keep_counts && o.normalize) counts = x;
+  if (o.normalize) {
+    normalize_total(x, o.target_sum);
+    log1p(x);
+  }
+
+  // Highly variable genes.
+  std::vector<std::int64_t> genes;
+  HvgResult hvg;
+  if (o.select_hvg) {
+    if (o.hvg.n_top_genes > x.cols)
+      throw Error::option("n-top-genes", "asks for " + std::to_string(o.hvg.n_top_genes) + " genes but " + o.input +
+                                             " has " + std::to_string(x.cols));
+    if (o.hvg.n_top_genes < 0) throw Error::option("n-top-genes", "must be positive");
+    if (o.hvg.n_bins < 1) throw Error::option("n-bins", "must be positive");
+    std::vector<std::int32_t> batch;
+    std::int64_t n_batches = 0;
+    if (!o.batch_key.empty()) batch = batch_codes(reader, o.batch_key, n_batches);
+    hvg = highly_variable_genes(x, o.hvg, gene_names, batch, n_batches);
+    genes = hvg.selected();
+    if (genes.empty())
+      throw Error(o.input, element,
+                  "no highly variable genes pass the cutoffs; set --n-top-genes or relax --min-mean/--min-disp");
+  } else {
+    for (std::int64_t g = 0; g < x.cols; ++g) genes.push_back(g);
+  }
+  report.n_hvg = static_cast<std::int64_t>(genes.size());
+
+  // PCA on the HVG columns.
+  PcaResult pca_result;
+  if (o.run_pca) {
+    PcaOptions po = o.pca;
+    const std::int64_t smaller = std::min<std::int64_t>(x.rows, report.n_hvg);
+    if (!o.n_comps_given) po.n_comps = std::min<std::int64_t>(50, smaller - 1);
+    if (po.n_comps < 1)
+      throw Error(o.input, element, "too few cells or genes for PCA (" + std::to_string(x.rows) + " cells, " +
+                                        std::to_string(report.n_hvg) + " genes)");
+    pca_result = pca(select_columns(x, genes), po);
+    report.n_comps = po.n_comps;
+    report.pca_iterations = pca_result.iterations;
+    report.pca_converged = pca_result.converged;
+    report.pca_residual = pca_result.residual;
+    for (const double r : pca_result.variance_ratio) report.explained_variance += r;
+    if (!pca_result.converged)
+      report.warnings.push_back("PCA stopped after " + std::to_string(pca_result.iterations) +
+                                " iterations with relative residual " + std::to_string(pca_result.residual) +
+                                " (tolerance " + std::to_string(po.tol) +
+                                "); trailing components may be inexact (raise --pca-max-iter)");
+  }
+
+  // The output file.
+  io::AnnDataContent out;
+  out.n_obs = x.rows;
+  out.n_vars = x.cols;
+  out.x_is_sparse = true;
+  out.x_csr = std::move(x);
+  out.compression_level = o.compression_level;
+  out.obs_names = reader.obs_names();
+  out.var_names = gene_names;
+  for (const auto& name : reader.obs_columns()) out.obs_columns.push_back(reader.obs(name));
+  const std::vector<std::string> added = {"highly_variable", "means", "dispersions", "dispersions_norm",
+                                          "highly_variable_nbatches", "highly_variable_intersection"};
+  for (const auto& name : reader.var_columns())
+    if (std::find(added.begin(), added.end(), name) == added.end()) out.var_columns.push_back(reader.var(name));
+  if (o.select_hvg) {
+    out.var_columns.push_back(bool_column("highly_variable", hvg.highly_variable));
+    out.var_columns.push_back(numeric_column("means", hvg.means));
+    out.var_columns.push_back(numeric_column("dispersions", hvg.dispersions));
+    out.var_columns.push_back(numeric_column("dispersions_norm", hvg.dispersions_norm));
+    if (hvg.n_batches > 0) {
+      out.var_columns.push_back(numeric_column(
+          "highly_variable_nbatches",
+          std::vector<double>(hvg.highly_variable_nbatches.begin(), hvg.highly_variable_nbatches.end())));
+      out.var_columns.back().dtype = "int64";
+      out.var_columns.push_back(bool_column("highly_variable_intersection", hvg.highly_variable_intersection));
+    }
+    out.uns_strings.emplace_back("hvg/flavor", "seurat");
+  }
+  for (const auto& key : reader.layers())
+    if (!(key == "counts" && o.keep_counts && o.normalize)) out.layers.emplace_back(key, reader.read_csr<float>("layers/" + key));
+  if (o.keep_counts && o.normalize) out.layers.emplace_back("counts", std::move(counts));
+  for (const auto& key : reader.obsm_keys()) {
+    if (key == "X_pca" && o.run_pca) continue;
+    const auto info = reader.matrix_info("obsm/" + key);
+    if (info.storage != io::MatrixStorage::dense) continue;  // data-frame embeddings are not carried over
+    out.obsm.push_back({key, {reader.read_dense<double>("obsm/" + key), {info.rows, info.cols}}});
+  }
+  for (const auto& key : reader.varm_keys()) {
+    if (key == "PCs" && o.run_pca) continue;
+    const auto info = reader.matrix_info("varm/" + key);
+    if (info.storage != io::MatrixStorage::dense) continue;
+    out.varm.push_back({key, {reader.read_dense<double>("varm/" + key), {info.rows, info.cols}}});
+  }
+  if (o.run_pca) {
+    const std::int64_t k = pca_result.n_comps, n_hvg = report.n_hvg;
+    out.obsm.push_back({"X_pca", {pca_result.scores, {out.n_obs, k}}});
+    std::vector<double> loadings(static_cast<std::size_t>(out.n_vars * k), 0.0);
+    for (std::int64_t h = 0; h < n_hvg; ++h)
+      for (std::int64_t c = 0; c < k; ++c) loadings[genes[h] * k + c] = pca_result.components[c * n_hvg + h];
+    out.varm.push_back({"PCs", {loadings, {out.n_vars, k}}});
+    out.uns_arrays.push_back({"pca/variance", {pca_result.variance, {k}}});
+    out.uns_arrays.push_back({"pca/variance_ratio", {pca_result.variance_ratio, {k}}});
+    out.uns_strings.emplace_back("pca/params/mask_var", o.select_hvg ? "highly_variable" : "none");
+    out.uns_scalars.emplace_back("kotml_prep/pca_iterations", static_cast<double>(pca_result.iterations));
+    out.uns_scalars.emplace_back("kotml_prep/pca_residual", pca_result.residual);
+    out.uns_scalars.emplace_back("kotml_prep/pca_seed", static_cast<double>(o.pca.seed));
+  }
+  if (o.normalize) out.uns_scalars.emplace_back("kotml_prep/target_sum", o.target_sum);
+  out.uns_strings.emplace_back("kotml_prep/input", o.input);
+  io::write_anndata(o.output, out);
+  return report;
+}
+
+}  // namespace kotml::data
