@@ -5,10 +5,14 @@
 namespace kotml::cli {
 
 Subcommand info_subcommand();
+Subcommand prep_subcommand();
+Subcommand simulate_subcommand();
 
 std::vector<Subcommand> all_subcommands() {
   return {
       info_subcommand(),
+      prep_subcommand(),
+      simulate_subcommand(),
   };
 }
 
