@@ -1,0 +1,40 @@
+#pragma once
+// Ground-metric and OT options of the evaluation subcommands (`kotml test`,
+// `kotml distances`): which metric, where a learned one comes from, and the
+// solver. Header-only: only the program links Boost.Program_options.
+
+#include <boost/program_options.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "kotml/eval/pair_ot.hpp"
+
+namespace kotml::eval {
+
+inline void declare_metric_options(boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  const OtSettings d;
+  desc.add_options()
+      ("metric", po::value<std::string>()->default_value("learned"),
+       "ground metric: learned (A from --model), euclidean or cosine (raw features)")
+      ("model", po::value<std::string>()->default_value(""), "results.h5 of kotml train/train-test (its /A)")
+      ("squared", po::bool_switch(), "learned metric: ||A(x-y)||² instead of ||A(x-y)||")
+      ("entropic-reg", po::value<double>()->default_value(d.entropic_reg),
+       "0: exact EMD; > 0: Sinkhorn with epsilon = this × each pair's mean cost")
+      ("sinkhorn-max-iter", po::value<int>()->default_value(d.sinkhorn_max_iter), "Sinkhorn iterations at most")
+      ("sinkhorn-tol", po::value<double>()->default_value(d.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair");
+}
+
+inline OtSettings ot_settings_from(const boost::program_options::variables_map& vm) {
+  OtSettings s;
+  s.entropic_reg = vm["entropic-reg"].as<double>();
+  s.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
+  s.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
+  s.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
+  s.validate();
+  return s;
+}
+
+}  // namespace kotml::eval

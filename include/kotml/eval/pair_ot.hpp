@@ -1,0 +1,81 @@
+#pragma once
+// OT between donors under a ground metric: the learned ||A x − A y|| (or its
+// square), or a fixed Euclidean or cosine cost on the raw features. Shared by
+// evaluation (distance matrices) and training (costs and gradients per pair).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kotml/core/types.hpp"
+#include "kotml/eval/donor_store.hpp"
+#include "kotml/ot/batch.hpp"
+#include "kotml/ot/cost.hpp"
+
+namespace kotml::eval {
+
+struct GroundMetric {
+  enum class Kind { learned, euclidean, cosine };
+  Kind kind = Kind::learned;
+  bool squared = false;   // learned only: ||A(x − y)||² instead of ||A(x − y)||
+  HostMatrix<double> a;   // learned only: k×d
+
+  /// Cost between projected points (learned) or raw features (fixed metrics).
+  ot::Cost cost() const;
+  std::string name() const;  // "learned", "learned (squared)", "euclidean", "cosine"
+};
+
+/// "learned", "euclidean" or "cosine"; Error naming --metric otherwise.
+GroundMetric::Kind parse_metric_kind(const std::string& text);
+
+struct OtSettings {
+  /// 0: exact EMD (network simplex). > 0: Sinkhorn with ε = entropic_reg × mean
+  /// cost, the mean over the batch in training and over each pair in evaluation,
+  /// as GGML-OT.
+  double entropic_reg = 0.0;
+  int sinkhorn_max_iter = 100;
+  double sinkhorn_tol = 1e-6;
+  std::int64_t emd_max_iter = 10'000'000;
+  std::size_t workspace_bytes = std::size_t(1) << 30;
+  bool exact() const { return entropic_reg == 0.0; }
+  /// Error naming the option for negative entropic_reg, max_iter < 1, tol < 0.
+  void validate() const;
+};
+
+/// Z = X Aᵀ for the listed rows of the device matrix X (float), into Z (double,
+/// rows × k), accumulated in double in feature order: deterministic.
+void project_rows(const Matrix<const PointScalar>& X, const Matrix<const double>& A, const Matrix<double>& Z);
+
+/// The listed donors (staged in `stage`) projected by A into one device pool, as
+/// a cloud batch (cloud c = donors[c]). In group-by mode the shared support is
+/// projected once and every cloud points at it.
+struct ProjectedClouds {
+  ot::CloudBatch<double> clouds;
+  std::vector<GlobalId> donors;
+};
+ProjectedClouds project_clouds(const BatchStage& stage, const std::vector<GlobalId>& donors,
+                               const Matrix<const double>& A);
+
+/// A copy of a host metric in device memory.
+Matrix<double> metric_to_device(const HostMatrix<double>& a);
+
+/// Non-optimal solver outcomes of a set of solves, as warning lines.
+struct SolveReport {
+  std::int64_t max_iter = 0;
+  std::int64_t infeasible = 0;
+  std::int64_t numerical = 0;
+  void count(ot::SolveStatus status);
+  std::vector<std::string> warnings(const std::string& what) const;
+};
+
+/// OT cost of each listed pair of cohort donors, solved on this rank (pairs in
+/// chunks that fit the workspace), in the order given. EMD: the exact cost.
+/// Sinkhorn: <P, C> with ε relative to each pair's own mean cost (GGML-OT's
+/// evaluation: POT's sinkhorn2 on M / mean(M)), scaled back to cost units.
+std::vector<double> pair_costs(const DonorStore& store, const GroundMetric& metric,
+                               const OtSettings& settings,
+                               const std::vector<std::pair<GlobalId, GlobalId>>& pairs,
+                               SolveReport& report);
+
+}  // namespace kotml::eval

@@ -1,0 +1,97 @@
+#pragma once
+// Glue shared by the learning and evaluation subcommands (train, train-test,
+// test, distances): the cohort from --input or from a built-in simulated cohort
+// (--builtin, what the demo runs), and the output folder. Header-only: only the
+// program links Boost.Program_options.
+
+#include <boost/program_options.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "kotml/core/atomic_file.hpp"
+#include "kotml/core/error.hpp"
+#include "kotml/data/cell_source.hpp"
+#include "kotml/data/cohort.hpp"
+#include "kotml/data/cohort_options.hpp"
+#include "kotml/data/simulate.hpp"
+#include "kotml/dist/comm.hpp"
+
+namespace kotml::learn {
+
+inline void declare_builtin_option(boost::program_options::options_description& desc) {
+  desc.add_options()("builtin", boost::program_options::value<std::string>()->default_value(""),
+                     "use a built-in simulated cohort instead of --input: toy2d (GGML-OT's 2-D benchmark, "
+                     "3 classes x 10 donors x 300 cells), gmm (6 donors, 10-D) or scrna (2 x 10 donors, "
+                     "1000 genes); simulated with --seed");
+}
+
+/// The cohort options from the command line; with --builtin, --input must be
+/// absent and every other cohort option applies to the simulated cells.
+inline data::CohortOptions cohort_options_or_builtin(const boost::program_options::variables_map& vm) {
+  const std::string builtin = vm["builtin"].as<std::string>();
+  if (builtin.empty()) return data::cohort_options_from(vm);
+  if (builtin != "toy2d" && builtin != "gmm" && builtin != "scrna")
+    throw Error::option("builtin", "must be toy2d, gmm or scrna, got '" + builtin + "'");
+  if (vm.count("input") && !vm["input"].as<std::string>().empty())
+    throw Error::option("builtin", "give either --input or --builtin, not both");
+  data::CohortOptions o;
+  o.input = "builtin:" + builtin;
+  o.patient_col = vm["patient-col"].as<std::string>();
+  o.label_col = vm["label-col"].as<std::string>();
+  o.use_rep = vm["use-rep"].as<std::string>();
+  o.layer = vm["layer"].as<std::string>();
+  const std::string n_cells = vm["n-cells"].as<std::string>();
+  // Built-in cohorts are small: every cell unless --n-cells is given.
+  if (vm["n-cells"].defaulted() || n_cells == "all") {
+    o.all_cells = true;
+  } else {
+    try {
+      std::size_t used = 0;
+      o.n_cells = std::stoll(n_cells, &used);
+      if (used != n_cells.size()) throw std::invalid_argument(n_cells);
+    } catch (const std::exception&) {
+      throw Error::option("n-cells", "must be a positive integer or 'all', got '" + n_cells + "'");
+    }
+  }
+  o.keep_small_donors = vm["keep-small-donors"].as<bool>();
+  o.group_by = vm["group-by"].as<std::string>();
+  o.normalize = vm["normalize"].as<bool>();
+  o.seed = vm["seed"].as<std::uint64_t>();
+  o.validate();
+  return o;
+}
+
+/// Collective: builds (plans and loads on every rank) the cohort.
+inline data::Cohort load_cohort(const data::CohortOptions& options, const dist::Comm& comm) {
+  const std::string prefix = "builtin:";
+  if (options.input.compare(0, prefix.size(), prefix) != 0) return data::build_cohort(options, comm);
+  const std::string kind = options.input.substr(prefix.size());
+  data::SimulatedData simulated;
+  comm.phase([&] {
+    if (kind == "toy2d") {
+      data::Toy2dOptions o;
+      o.seed = options.seed;
+      simulated = data::simulate_toy2d(o);
+    } else if (kind == "gmm") {
+      data::GmmOptions o;
+      o.seed = options.seed;
+      simulated = data::simulate_gmm(o);
+    } else {
+      data::ScrnaOptions o;
+      o.seed = options.seed;
+      simulated = data::simulate_scrna(o);
+    }
+  });
+  const auto table = simulated.table();
+  return data::build_cohort(table, options, comm);
+}
+
+/// Creates the output folder on rank 0 (collective, errors agreed).
+inline void prepare_output_dir(const std::string& dir, const dist::Comm& comm) {
+  comm.phase([&] {
+    if (comm.is_root()) make_directories(dir);
+  });
+}
+
+}  // namespace kotml::learn

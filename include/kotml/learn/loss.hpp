@@ -1,0 +1,26 @@
+#pragma once
+// The triplet hinge loss of GGML: mean over triplets of relu(D_ij − D_jk + α),
+// and its derivative with respect to each pair's OT cost, which the trainer
+// multiplies into the per-pair gradients of the costs with respect to A.
+
+#include <cstdint>
+#include <vector>
+
+#include "kotml/learn/triplets.hpp"
+
+namespace kotml::learn {
+
+struct HingeLoss {
+  double value = 0.0;                // mean of relu(D_ij − D_jk + α)
+  std::int64_t n_triplets = 0;
+  std::int64_t n_active = 0;         // triplets inside the margin (positive hinge)
+  std::vector<double> d_pair_cost;   // ∂value/∂D_p per pair p
+};
+
+/// pair_cost[p] is the OT cost of triplets.pairs[p]. The hinge's derivative at
+/// exactly zero is taken as zero (as torch's relu), so a batch whose triplets all
+/// meet the margin has a zero gradient. Sums run in triplet order on every rank,
+/// so every rank gets the same bits.
+HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha);
+
+}  // namespace kotml::learn

@@ -1,0 +1,86 @@
+#pragma once
+// The training options shared by `kotml train` and `kotml train-test`: one
+// declaration and one reader, so names, defaults and checks agree. Defaults are
+// GGML-OT 0.9.92's train() defaults. Header-only because only the program links
+// Boost.Program_options.
+
+#include <boost/program_options.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "kotml/learn/trainer.hpp"
+
+namespace kotml::learn {
+
+inline void declare_train_options(boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  const TrainOptions d;
+  desc.add_options()
+      ("n-comps", po::value<std::int64_t>()->default_value(d.n_comps), "rows k of the metric A (k×d), k ≤ d")
+      ("alpha", po::value<double>()->default_value(d.alpha), "triplet margin")
+      ("reg", po::value<double>()->default_value(d.reg), "weight of the norm regulariser on A")
+      ("reg-type", po::value<std::string>()->default_value("fro"), "regulariser norm: fro (Frobenius) or 1 (elementwise L1)")
+      ("lr", po::value<double>()->default_value(d.adam.lr), "Adam learning rate")
+      ("beta1", po::value<double>()->default_value(d.adam.beta1), "Adam first-moment decay")
+      ("beta2", po::value<double>()->default_value(d.adam.beta2), "Adam second-moment decay")
+      ("adam-eps", po::value<double>()->default_value(d.adam.eps), "Adam epsilon")
+      ("epochs", po::value<std::int64_t>()->default_value(d.epochs), "epochs (passes over the training donors)")
+      ("batch-size", po::value<std::int64_t>()->default_value(d.batch_size),
+       "donors per stratified batch (per rank with --mode batches); ≥ donors: full batch")
+      ("stop-thr", po::value<double>()->default_value(d.stop_thr),
+       "stop after an epoch in which the objective gradient norm fell below this (0: never)")
+      ("squared", po::bool_switch(), "ground cost ||A(x-y)||² instead of ||A(x-y)||")
+      ("entropic-reg", po::value<double>()->default_value(d.ot.entropic_reg),
+       "0: exact EMD; > 0: Sinkhorn with epsilon = this × the batch's mean cost")
+      ("sinkhorn-max-iter", po::value<int>()->default_value(d.ot.sinkhorn_max_iter), "Sinkhorn iterations at most")
+      ("sinkhorn-tol", po::value<double>()->default_value(d.ot.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("emd-max-iter", po::value<std::int64_t>()->default_value(d.ot.emd_max_iter), "network-simplex pivots at most per pair")
+      ("triplets", po::value<std::string>()->default_value("all"),
+       "all: every in-batch triplet (i = j included); sampled: --t positives and negatives per anchor")
+      ("t", po::value<int>()->default_value(d.t), "sampled triplets: draws per anchor and class")
+      ("mode", po::value<std::string>()->default_value("pairs"),
+       "pairs: split each batch's OT pairs over ranks; batches: one batch per rank, gradients averaged")
+      ("lr-scaling", po::value<std::string>()->default_value("linear"),
+       "mode batches: learning rate × ranks (linear), × sqrt(ranks) (sqrt) or unchanged (none)")
+      ("no-warm-start", po::bool_switch(), "solve every EMD from scratch instead of from the pair's previous basis")
+      ("checkpoint-every", po::value<std::int64_t>()->default_value(0), "write a checkpoint every N epochs (0: never)")
+      ("checkpoint", po::value<std::string>()->default_value(""), "checkpoint file (default: OUT_DIR/checkpoint.h5)")
+      ("restart", po::bool_switch(), "continue from the checkpoint file");
+}
+
+/// Reads the options declared above (seed from the cohort options' --seed).
+inline TrainOptions train_options_from(const boost::program_options::variables_map& vm) {
+  TrainOptions o;
+  o.n_comps = vm["n-comps"].as<std::int64_t>();
+  o.alpha = vm["alpha"].as<double>();
+  o.reg = vm["reg"].as<double>();
+  o.reg_type = parse_reg_norm(vm["reg-type"].as<std::string>());
+  o.adam.lr = vm["lr"].as<double>();
+  o.adam.beta1 = vm["beta1"].as<double>();
+  o.adam.beta2 = vm["beta2"].as<double>();
+  o.adam.eps = vm["adam-eps"].as<double>();
+  o.epochs = vm["epochs"].as<std::int64_t>();
+  o.batch_size = vm["batch-size"].as<std::int64_t>();
+  o.stop_thr = vm["stop-thr"].as<double>();
+  o.squared = vm["squared"].as<bool>();
+  o.ot.entropic_reg = vm["entropic-reg"].as<double>();
+  o.ot.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
+  o.ot.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
+  o.ot.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
+  o.triplets = parse_triplet_mode(vm["triplets"].as<std::string>());
+  o.t = vm["t"].as<int>();
+  o.mode = parse_distribution_mode(vm["mode"].as<std::string>());
+  o.lr_scaling = parse_lr_scaling(vm["lr-scaling"].as<std::string>());
+  o.warm_start = !vm["no-warm-start"].as<bool>();
+  o.seed = vm["seed"].as<std::uint64_t>();
+  o.checkpoint_every = vm["checkpoint-every"].as<std::int64_t>();
+  o.checkpoint_path = vm["checkpoint"].as<std::string>();
+  // Checks that need no cohort, so that bad values fail before any data is read.
+  o.adam.validate();
+  o.ot.validate();
+  if (o.n_comps < 1) throw Error::option("n-comps", "must be at least 1, got " + std::to_string(o.n_comps));
+  return o;
+}
+
+}  // namespace kotml::learn

@@ -1,0 +1,127 @@
+#pragma once
+// GGML training of the ground metric A across MPI ranks.
+//
+// One step (one batch of donors):
+//   1. triplets of the batch and their unique donor pairs (triplets.hpp);
+//   2. OT per pair on the projected clouds A·X (exact EMD, warm-started from the
+//      pair's previous basis, or Sinkhorn with ε relative to the batch's mean
+//      cost), with gradients with respect to the projected points;
+//   3. the hinge loss over triplets and its derivative per pair (loss.hpp);
+//   4. the gradient ∂L/∂A = Σ_donors H_uᵀ X_u, where H_u sums the pairs'
+//      point gradients weighted by their loss derivatives;
+//   5. the regulariser's gradient and one Adam step, the same on every rank.
+//
+// Distribution (mode "pairs", the default): the pairs of a batch are owned by
+// ranks, balanced by n·m over all training pairs once (so a pair always goes to
+// the same rank and its warm-start basis stays there). Costs are gathered by
+// pair id, and the point gradients H and the per-donor gradients are summed with
+// dist::ExactSum, whose result does not depend on which rank added what: the
+// learned A is bit-identical on any number of ranks.
+// Mode "batches": each rank trains on its own batch of the epoch's stratified
+// batch list (batch s·R + r at step s), the gradients and losses of the ranks
+// are averaged (exactly), and the learning rate scales with the global batch
+// (--lr-scaling linear|sqrt|none).
+//
+// Random streams: batches of epoch e from Stream(seed, batches, e); sampled
+// triplets of batch b in epoch e from Stream(seed, triplets, e·2^20 + b); A from
+// Stream(seed, metric_init, 0). A checkpoint after epoch e therefore needs only
+// e, A, the Adam state and the warm-start bases to continue bit-identically.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kotml/core/types.hpp"
+#include "kotml/data/cohort.hpp"
+#include "kotml/dist/comm.hpp"
+#include "kotml/eval/donor_store.hpp"
+#include "kotml/eval/pair_ot.hpp"
+#include "kotml/learn/adam.hpp"
+#include "kotml/learn/metric.hpp"
+
+namespace kotml::learn {
+
+enum class TripletMode { all, sampled };
+enum class DistributionMode { pairs, batches };
+enum class LrScaling { none, linear, sqrt };
+
+TripletMode parse_triplet_mode(const std::string& text);
+DistributionMode parse_distribution_mode(const std::string& text);
+LrScaling parse_lr_scaling(const std::string& text);
+std::string to_string(TripletMode mode);
+std::string to_string(DistributionMode mode);
+std::string to_string(LrScaling scaling);
+
+struct TrainOptions {
+  std::int64_t n_comps = 5;
+  double alpha = 1.0;
+  double reg = 1e-3;
+  RegNorm reg_type = RegNorm::frobenius;
+  AdamOptions adam;                   // lr 0.1, betas (0.9, 0.999), eps 1e-8
+  std::int64_t epochs = 30;
+  std::int64_t batch_size = 512;      // donors per batch (per rank in mode batches)
+  double stop_thr = 1e-6;             // stop after an epoch with a step whose objective gradient norm is below; ≤ 0: never
+  bool squared = false;               // ||A(x−y)||² ground cost
+  eval::OtSettings ot;
+  TripletMode triplets = TripletMode::all;
+  int t = 3;                          // sampled triplets: positives/negatives per anchor
+  DistributionMode mode = DistributionMode::pairs;
+  LrScaling lr_scaling = LrScaling::linear;
+  bool warm_start = true;             // EMD: start each pair from its previous basis
+  std::uint64_t seed = 42;
+  std::int64_t checkpoint_every = 0;  // epochs; 0: no checkpoints
+  std::string checkpoint_path;        // written atomically
+  std::string restart_from;           // checkpoint to continue from
+
+  /// Error naming the option for invalid values, including n_comps > dim and
+  /// too few training donors or classes.
+  void validate(std::int64_t dim, std::int64_t n_train_donors, std::int64_t n_classes) const;
+  /// Everything that shapes the trajectory (not epochs, checkpoint settings or
+  /// mode-independent output options), as one line; a checkpoint stores it.
+  std::string fingerprint() const;
+};
+
+struct EpochRecord {
+  std::int64_t epoch = 0;       // 1-based
+  double loss = 0.0;            // mean objective (hinge) loss over the epoch's steps
+  double regularizer = 0.0;     // reg·||A|| after the epoch
+  double grad_norm = 0.0;       // objective gradient norm of the epoch's last step
+  double min_grad_norm = 0.0;   // smallest objective gradient norm of the epoch
+  double seconds = 0.0;         // wall time of the epoch's batch loop (slowest rank)
+  std::int64_t steps = 0;
+  std::int64_t triplets = 0;
+  std::int64_t active_triplets = 0;
+};
+
+struct TrainResult {
+  MetricMatrix a;
+  std::vector<EpochRecord> history;   // every epoch from the first, restored ones included
+  bool converged = false;
+  double epoch_time_s = 0.0;          // mean of the epochs' seconds run in this process
+  std::int64_t epochs_run = 0;        // epochs completed in total
+};
+
+/// Collective. Trains A on the training donors (cohort indices, increasing) of
+/// the cohort; the store must hold the points of every training donor on every
+/// rank. Warnings (skipped batches, solver trouble) are printed on rank 0.
+TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
+                  const std::vector<GlobalId>& train_donors, const TrainOptions& options,
+                  const dist::Comm& comm);
+
+/// Collective. The triplet loss (all triplets, no regulariser) of A on the given
+/// donors: the validation loss of the mode-batches study.
+double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store,
+                    const std::vector<GlobalId>& donors, const MetricMatrix& a,
+                    const TrainOptions& options, const dist::Comm& comm);
+
+/// Collective. Loss (with regulariser) and its gradient with respect to A of one
+/// full batch of the given donors, exactly as a training step computes them
+/// (for gradient checks). grad receives k·d values.
+double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& store,
+                         const std::vector<GlobalId>& donors, const MetricMatrix& a,
+                         const TrainOptions& options, const dist::Comm& comm,
+                         std::vector<double>& grad);
+
+}  // namespace kotml::learn

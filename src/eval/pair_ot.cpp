@@ -1,0 +1,220 @@
+#include "kotml/eval/pair_ot.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "kotml/core/error.hpp"
+#include "kotml/ot/network_simplex.hpp"
+#include "kotml/ot/sinkhorn.hpp"
+
+namespace kotml::eval {
+namespace {
+
+/// Z(r, c) = Σ_f A(c, f) X(r, f), in double, features in order.
+struct ProjectRows {
+  Matrix<const PointScalar> x;
+  Matrix<const double> a;
+  Matrix<double> z;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r, const std::int64_t c) const {
+    const std::int64_t d = static_cast<std::int64_t>(x.extent(1));
+    double s = 0.0;
+    for (std::int64_t f = 0; f < d; ++f) s += a(c, f) * static_cast<double>(x(r, f));
+    z(r, c) = s;
+  }
+};
+
+/// Pairs solved together: bounded so that a GPU stage holds only their donors.
+constexpr std::size_t pairs_per_chunk = 4096;
+
+template <class T>
+std::vector<double> solve_chunk(const ot::CloudBatch<T>& clouds, const std::vector<ot::Pair>& pairs,
+                                ot::Cost cost, const OtSettings& settings, SolveReport& report) {
+  std::vector<double> costs(pairs.size());
+  if (settings.exact()) {
+    ot::EmdOptions options;
+    options.max_iter = settings.emd_max_iter;
+    options.workspace_bytes = settings.workspace_bytes;
+    const auto result = ot::emd(clouds, pairs, cost, options);
+    const auto summaries = result.summaries();
+    for (std::size_t u = 0; u < pairs.size(); ++u) {
+      costs[u] = summaries[u].cost;
+      report.count(summaries[u].status);
+    }
+    return costs;
+  }
+  // GGML-OT's evaluation normalises each pair's cost by its own mean: one
+  // problem per solve, ε relative to that problem alone.
+  ot::SinkhornOptions options;
+  options.epsilon = settings.entropic_reg;
+  options.relative_epsilon = true;
+  options.max_iter = settings.sinkhorn_max_iter;
+  options.tol = settings.sinkhorn_tol;
+  options.workspace_bytes = settings.workspace_bytes;
+  for (std::size_t u = 0; u < pairs.size(); ++u) {
+    const auto result = ot::sinkhorn(clouds, std::vector<ot::Pair>{pairs[u]}, cost, options);
+    const auto summary = result.summary(0);
+    costs[u] = summary.cost;
+    report.count(summary.status);
+  }
+  return costs;
+}
+
+}  // namespace
+
+ot::Cost GroundMetric::cost() const {
+  switch (kind) {
+    case Kind::learned:
+      return squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean;
+    case Kind::euclidean:
+      return ot::Cost::euclidean;
+    case Kind::cosine:
+      return ot::Cost::cosine;
+  }
+  return ot::Cost::euclidean;
+}
+
+std::string GroundMetric::name() const {
+  switch (kind) {
+    case Kind::learned:
+      return squared ? "learned (squared)" : "learned";
+    case Kind::euclidean:
+      return "euclidean";
+    case Kind::cosine:
+      return "cosine";
+  }
+  return "";
+}
+
+GroundMetric::Kind parse_metric_kind(const std::string& text) {
+  if (text == "learned") return GroundMetric::Kind::learned;
+  if (text == "euclidean") return GroundMetric::Kind::euclidean;
+  if (text == "cosine") return GroundMetric::Kind::cosine;
+  throw Error::option("metric", "must be learned, euclidean or cosine, got '" + text + "'");
+}
+
+void OtSettings::validate() const {
+  if (!(entropic_reg >= 0.0) || !std::isfinite(entropic_reg))
+    throw Error::option("entropic-reg", "must be 0 (exact EMD) or positive, got " + std::to_string(entropic_reg));
+  if (sinkhorn_max_iter < 1)
+    throw Error::option("sinkhorn-max-iter", "must be at least 1, got " + std::to_string(sinkhorn_max_iter));
+  if (!(sinkhorn_tol >= 0.0))
+    throw Error::option("sinkhorn-tol", "must be zero or positive, got " + std::to_string(sinkhorn_tol));
+  if (emd_max_iter < 1)
+    throw Error::option("emd-max-iter", "must be at least 1, got " + std::to_string(emd_max_iter));
+}
+
+void project_rows(const Matrix<const PointScalar>& X, const Matrix<const double>& A, const Matrix<double>& Z) {
+  const auto rows = static_cast<std::int64_t>(X.extent(0));
+  const auto k = static_cast<std::int64_t>(A.extent(0));
+  if (rows == 0 || k == 0) return;
+  Kokkos::parallel_for("kotml::eval::project_rows",
+                       Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, k}),
+                       ProjectRows{X, A, Z});
+}
+
+Matrix<double> metric_to_device(const HostMatrix<double>& a) {
+  Matrix<double> device(no_init("kotml::eval::metric"), a.extent(0), a.extent(1));
+  Kokkos::deep_copy(device, a);
+  return device;
+}
+
+ProjectedClouds project_clouds(const BatchStage& stage, const std::vector<GlobalId>& donors,
+                               const Matrix<const double>& A) {
+  const auto k = static_cast<std::int64_t>(A.extent(0));
+  ProjectedClouds out;
+  out.donors = donors;
+  // Each distinct staged block is projected once (group-by donors share one):
+  // stage offset -> (first pool row, a donor staged there).
+  std::map<std::int64_t, std::pair<std::int64_t, GlobalId>> projected_at;
+  std::vector<std::int64_t> first_row(donors.size());
+  std::int64_t total = 0;
+  for (std::size_t c = 0; c < donors.size(); ++c) {
+    const auto at = stage.offset(donors[c]);
+    auto found = projected_at.find(at);
+    if (found == projected_at.end()) {
+      found = projected_at.emplace(at, std::make_pair(total, donors[c])).first;
+      total += stage.rows(donors[c]);
+    }
+    first_row[c] = found->second.first;
+  }
+  Matrix<double> z(no_init("kotml::eval::projected_points"), static_cast<std::size_t>(total), static_cast<std::size_t>(k));
+  for (const auto& [at, placed] : projected_at) {
+    const auto [row, donor] = placed;
+    const auto n = stage.rows(donor);
+    if (n == 0) continue;
+    project_rows(stage.donor_points(donor), A,
+                 Kokkos::subview(z, std::make_pair(row, row + n), Kokkos::ALL()));
+  }
+  std::vector<std::int64_t> weight_begin;
+  auto weights = stage_weights(stage.store(), donors, weight_begin);
+  std::vector<ot::CloudRange> ranges;
+  for (std::size_t c = 0; c < donors.size(); ++c)
+    ranges.push_back({first_row[c], weight_begin[c], stage.rows(donors[c])});
+  out.clouds = ot::CloudBatch<double>(z, weights, std::move(ranges));
+  return out;
+}
+
+void SolveReport::count(ot::SolveStatus status) {
+  switch (status) {
+    case ot::SolveStatus::optimal:
+      break;
+    case ot::SolveStatus::max_iter:
+      ++max_iter;
+      break;
+    case ot::SolveStatus::infeasible:
+      ++infeasible;
+      break;
+    case ot::SolveStatus::numerical_error:
+      ++numerical;
+      break;
+  }
+}
+
+std::vector<std::string> SolveReport::warnings(const std::string& what) const {
+  std::vector<std::string> lines;
+  if (max_iter > 0)
+    lines.push_back(what + ": " + std::to_string(max_iter) +
+                    " OT solve(s) stopped at the iteration limit before converging");
+  if (infeasible > 0)
+    lines.push_back(what + ": " + std::to_string(infeasible) + " OT solve(s) could not match the marginals");
+  if (numerical > 0)
+    lines.push_back(what + ": " + std::to_string(numerical) + " OT solve(s) hit non-finite values");
+  return lines;
+}
+
+std::vector<double> pair_costs(const DonorStore& store, const GroundMetric& metric,
+                               const OtSettings& settings,
+                               const std::vector<std::pair<GlobalId, GlobalId>>& pairs,
+                               SolveReport& report) {
+  std::vector<double> costs;
+  costs.reserve(pairs.size());
+  BatchStage stage;
+  Matrix<double> a_device;
+  if (metric.kind == GroundMetric::Kind::learned) a_device = metric_to_device(metric.a);
+  for (std::size_t begin = 0; begin < pairs.size(); begin += pairs_per_chunk) {
+    const std::size_t end = std::min(pairs.size(), begin + pairs_per_chunk);
+    std::vector<GlobalId> donors;
+    std::map<GlobalId, std::int32_t> cloud_of;
+    std::vector<ot::Pair> problems;
+    for (std::size_t p = begin; p < end; ++p) {
+      for (GlobalId u : {pairs[p].first, pairs[p].second})
+        if (cloud_of.emplace(u, static_cast<std::int32_t>(donors.size())).second) donors.push_back(u);
+      problems.push_back({cloud_of[pairs[p].first], cloud_of[pairs[p].second]});
+    }
+    stage.stage(store, donors);
+    std::vector<double> chunk;
+    if (metric.kind == GroundMetric::Kind::learned) {
+      const auto projected = project_clouds(stage, donors, a_device);
+      chunk = solve_chunk(projected.clouds, problems, metric.cost(), settings, report);
+    } else {
+      chunk = solve_chunk(stage.raw_clouds(donors), problems, metric.cost(), settings, report);
+    }
+    costs.insert(costs.end(), chunk.begin(), chunk.end());
+  }
+  return costs;
+}
+
+}  // namespace kotml::eval

@@ -1,0 +1,687 @@
+#include "kotml/learn/trainer.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/core/random.hpp"
+#include "kotml/dist/exact_sum.hpp"
+#include "kotml/dist/partition.hpp"
+#include "kotml/learn/batches.hpp"
+#include "kotml/learn/checkpoint.hpp"
+#include "kotml/learn/loss.hpp"
+#include "kotml/learn/triplets.hpp"
+#include "kotml/ot/gradient.hpp"
+#include "kotml/ot/network_simplex.hpp"
+#include "kotml/ot/sinkhorn.hpp"
+
+namespace kotml::learn {
+
+// ------------------------------------------------------------------ options
+
+TripletMode parse_triplet_mode(const std::string& text) {
+  if (text == "all") return TripletMode::all;
+  if (text == "sampled") return TripletMode::sampled;
+  throw Error::option("triplets", "must be 'all' or 'sampled', got '" + text + "'");
+}
+DistributionMode parse_distribution_mode(const std::string& text) {
+  if (text == "pairs") return DistributionMode::pairs;
+  if (text == "batches") return DistributionMode::batches;
+  throw Error::option("mode", "must be 'pairs' or 'batches', got '" + text + "'");
+}
+LrScaling parse_lr_scaling(const std::string& text) {
+  if (text == "none") return LrScaling::none;
+  if (text == "linear") return LrScaling::linear;
+  if (text == "sqrt") return LrScaling::sqrt;
+  throw Error::option("lr-scaling", "must be linear, sqrt or none, got '" + text + "'");
+}
+std::string to_string(TripletMode mode) { return mode == TripletMode::all ? "all" : "sampled"; }
+std::string to_string(DistributionMode mode) { return mode == DistributionMode::pairs ? "pairs" : "batches"; }
+std::string to_string(LrScaling scaling) {
+  return scaling == LrScaling::none ? "none" : (scaling == LrScaling::linear ? "linear" : "sqrt");
+}
+
+void TrainOptions::validate(std::int64_t dim, std::int64_t n_train_donors, std::int64_t n_classes) const {
+  if (n_comps < 1) throw Error::option("n-comps", "must be at least 1, got " + std::to_string(n_comps));
+  if (n_comps > dim)
+    throw Error::option("n-comps", "must not exceed the " + std::to_string(dim) + " features of the cohort, got " +
+                                       std::to_string(n_comps));
+  if (!std::isfinite(alpha) || !(alpha >= 0.0))
+    throw Error::option("alpha", "must be zero or positive, got " + std::to_string(alpha));
+  if (!std::isfinite(reg) || !(reg >= 0.0)) throw Error::option("reg", "must be zero or positive, got " + std::to_string(reg));
+  adam.validate();
+  if (epochs < 1) throw Error::option("epochs", "must be at least 1, got " + std::to_string(epochs));
+  if (batch_size < 2) throw Error::option("batch-size", "must be at least 2 donors, got " + std::to_string(batch_size));
+  if (!std::isfinite(stop_thr)) throw Error::option("stop-thr", "must be finite");
+  ot.validate();
+  if (triplets == TripletMode::sampled && t < 1) throw Error::option("t", "must be at least 1, got " + std::to_string(t));
+  if (checkpoint_every < 0)
+    throw Error::option("checkpoint-every", "must be zero (never) or positive, got " + std::to_string(checkpoint_every));
+  if (checkpoint_every > 0 && checkpoint_path.empty())
+    throw Error::option("checkpoint", "a checkpoint file is needed with --checkpoint-every");
+  if (n_classes < 2)
+    throw Error::option("label-col", "training needs donors of at least two classes, got " + std::to_string(n_classes));
+  if (n_train_donors < 2) throw Error::option("train-size", "training needs at least two donors");
+}
+
+std::string TrainOptions::fingerprint() const {
+  std::ostringstream s;
+  s.precision(17);
+  s << "n_comps=" << n_comps << ";alpha=" << alpha << ";reg=" << reg << ";reg_type=" << to_string(reg_type)
+    << ";lr=" << adam.lr << ";beta1=" << adam.beta1 << ";beta2=" << adam.beta2 << ";adam_eps=" << adam.eps
+    << ";batch_size=" << batch_size << ";stop_thr=" << stop_thr << ";squared=" << squared
+    << ";entropic_reg=" << ot.entropic_reg << ";sinkhorn_max_iter=" << ot.sinkhorn_max_iter
+    << ";sinkhorn_tol=" << ot.sinkhorn_tol << ";emd_max_iter=" << ot.emd_max_iter
+    << ";triplets=" << to_string(triplets) << ";t=" << t << ";mode=" << to_string(mode)
+    << ";lr_scaling=" << to_string(lr_scaling) << ";warm_start=" << warm_start << ";seed=" << seed;
+  return s.str();
+}
+
+namespace {
+
+// ------------------------------------------------------------ helpers
+
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/// Options, cohort identity and training donors: what a checkpoint must match.
+std::string full_fingerprint(const TrainOptions& options, const data::Cohort& cohort,
+                             const std::vector<GlobalId>& train_donors, int ranks) {
+  std::ostringstream s;
+  s << cohort.source << '|' << cohort.feature_element << '|' << cohort.dim << '|' << cohort.options.n_cells << '|'
+    << cohort.options.all_cells << '|' << cohort.options.normalize << '|' << cohort.options.group_by << '|'
+    << cohort.options.seed << '|' << cohort.options.patient_col << '|' << cohort.options.label_col;
+  for (auto u : train_donors) s << '|' << cohort.donors[static_cast<std::size_t>(u)].id;
+  std::ostringstream f;
+  f << options.fingerprint() << ";cohort=" << std::hex << fnv1a(s.str());
+  // In mode batches the rank count changes the batches each rank sees.
+  if (options.mode == DistributionMode::batches) f << std::dec << ";ranks=" << ranks;
+  return f.str();
+}
+
+std::uint64_t pair_key(GlobalId a, GlobalId b) {
+  return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+}
+
+/// Owner rank of every unordered pair of training donors, fixed for the whole
+/// run: balanced by n·m over all pairs once, so a pair's warm-start basis lives
+/// on the rank that will solve it again.
+class PairOwners {
+ public:
+  PairOwners(const eval::DonorStore& store, const std::vector<GlobalId>& donors, bool with_self, int ranks)
+      : n_(static_cast<std::int64_t>(donors.size())) {
+    position_.assign(static_cast<std::size_t>(store.n_donors()), -1);
+    for (std::size_t i = 0; i < donors.size(); ++i) position_[static_cast<std::size_t>(donors[i])] = static_cast<std::int64_t>(i);
+    std::vector<double> cost;
+    for (std::int64_t i = 0; i < n_; ++i)
+      for (std::int64_t j = with_self ? i : i + 1; j < n_; ++j)
+        cost.push_back(static_cast<double>(store.rows(donors[static_cast<std::size_t>(i)])) *
+                       static_cast<double>(store.rows(donors[static_cast<std::size_t>(j)])));
+    const auto owner = dist::balance_by_cost(cost, ranks);
+    owner_.assign(static_cast<std::size_t>(n_ * n_), 0);
+    std::size_t id = 0;
+    for (std::int64_t i = 0; i < n_; ++i)
+      for (std::int64_t j = with_self ? i : i + 1; j < n_; ++j) owner_[static_cast<std::size_t>(i * n_ + j)] = owner[id++];
+  }
+  int owner(GlobalId a, GlobalId b) const {
+    const auto i = position_[static_cast<std::size_t>(a)], j = position_[static_cast<std::size_t>(b)];
+    return owner_[static_cast<std::size_t>(std::min(i, j) * n_ + std::max(i, j))];
+  }
+
+ private:
+  std::int64_t n_;
+  std::vector<std::int64_t> position_;
+  std::vector<int> owner_;
+};
+
+/// Σ_j C_ij for each row i of each problem, one thread per row summing in
+/// column order: the batch mean cost that sets a relative ε.
+struct CostRowSums {
+  Matrix<const double> z;
+  Kokkos::View<const std::int64_t* [3], MemSpace> table;
+  Vector<const std::int32_t> source, target;
+  Vector<const std::int64_t> row_offset;
+  Vector<double> row_sum;
+  ot::Cost cost;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<ExecSpace>::member_type& member) const {
+    const auto u = member.league_rank();
+    const auto s = source(u), t = target(u);
+    const std::int64_t ps = table(s, 0), n = table(s, 2), pt = table(t, 0), m = table(t, 2);
+    const int k = static_cast<int>(z.extent(1));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const std::int64_t i) {
+      double sum = 0.0;
+      for (std::int64_t j = 0; j < m; ++j)
+        sum += ot::ground_cost<double>(cost, &z(ps + i, 0), &z(pt + j, 0), k, 0.0, 0.0);
+      row_sum(row_offset(u) + i) = sum;
+    });
+  }
+};
+
+void cost_row_sums(const CostRowSums& functor, std::int64_t problems) {
+  Kokkos::parallel_for("kotml::learn::cost_row_sums",
+                       Kokkos::TeamPolicy<ExecSpace>(static_cast<int>(problems), Kokkos::AUTO), functor);
+}
+
+template <class T>
+Vector<T> device_copy(const std::string& label, const std::vector<T>& host) {
+  Vector<T> v(no_init(label), host.size());
+  Kokkos::deep_copy(v, Kokkos::View<const T*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host.data(), host.size()));
+  return v;
+}
+
+struct StepResult {
+  double loss = 0.0;
+  std::int64_t triplets = 0;
+  std::int64_t active = 0;
+  std::vector<double> grad;  // objective gradient, k·d
+};
+
+/// The work of one batch: OT per pair, loss, gradient. Pairs are split over
+/// `comm` (the world in mode pairs, this rank alone in mode batches).
+class StepEngine {
+ public:
+  StepEngine(const data::Cohort& cohort, const eval::DonorStore& store, const TrainOptions& options)
+      : cohort_(cohort), store_(store), options_(options) {}
+
+  StepResult run(const std::vector<GlobalId>& batch, const TripletSet& triplets, const MetricMatrix& a,
+                 const dist::Comm& comm, const PairOwners* owners, bool want_gradient);
+
+  std::unordered_map<std::uint64_t, std::vector<std::int32_t>>& bases() { return bases_; }
+  eval::SolveReport& report() { return report_; }
+
+ private:
+  const data::Cohort& cohort_;
+  const eval::DonorStore& store_;
+  const TrainOptions& options_;
+  eval::BatchStage stage_;
+  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> bases_;
+  eval::SolveReport report_;
+};
+
+StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet& triplets, const MetricMatrix& a,
+                           const dist::Comm& comm, const PairOwners* owners, bool want_gradient) {
+  const bool exact = options_.ot.exact();
+  const auto k = static_cast<std::int64_t>(a.extent(0));
+  const auto d = static_cast<std::int64_t>(a.extent(1));
+  const auto& pairs = triplets.pairs;
+
+  // Pairs this rank solves, and the donors it needs on the device.
+  std::vector<std::size_t> mine;
+  for (std::size_t p = 0; p < pairs.size(); ++p) {
+    if (exact && pairs[p].first == pairs[p].second) continue;  // EMD(X, X) = 0, zero gradient
+    const GlobalId u = batch[static_cast<std::size_t>(pairs[p].first)];
+    const GlobalId v = batch[static_cast<std::size_t>(pairs[p].second)];
+    if (!owners || owners->owner(u, v) == comm.rank()) mine.push_back(p);
+  }
+  std::vector<GlobalId> cloud_donors;
+  std::map<std::int32_t, std::int32_t> cloud_of;  // batch position -> cloud
+  std::vector<ot::Pair> problems;
+  for (auto p : mine) {
+    for (auto b : {pairs[p].first, pairs[p].second})
+      if (cloud_of.emplace(b, static_cast<std::int32_t>(cloud_donors.size())).second)
+        cloud_donors.push_back(batch[static_cast<std::size_t>(b)]);
+    problems.push_back({cloud_of[pairs[p].first], cloud_of[pairs[p].second]});
+  }
+  // This rank's share of the final Σ_u H_uᵀ X_u: a block of batch positions (in
+  // group-by mode the shared support is one block, taken by rank 0).
+  const auto block = store_.identical_supports()
+                         ? dist::Block{0, comm.is_root() ? std::int64_t(1) : std::int64_t(0)}
+                         : dist::block_of(static_cast<std::int64_t>(batch.size()), comm.size(), comm.rank());
+  std::vector<GlobalId> staged(cloud_donors);
+  if (want_gradient)
+    for (auto b = block.begin; b < block.end; ++b) staged.push_back(batch[static_cast<std::size_t>(b)]);
+  std::sort(staged.begin(), staged.end());
+  staged.erase(std::unique(staged.begin(), staged.end()), staged.end());
+
+  const auto a_device = eval::metric_to_device(a);
+  eval::ProjectedClouds projected;
+  ot::BatchLayout layout;
+  comm.phase([&] {
+    stage_.stage(store_, staged);
+    projected = eval::project_clouds(stage_, cloud_donors, a_device);
+    layout = ot::BatchLayout::of(projected.clouds, problems);
+  });
+
+  // Sinkhorn: ε relative to the mean cost over every entry of every pair of
+  // the batch (GGML-OT), summed exactly across ranks.
+  double epsilon = 0.0;
+  if (!exact) {
+    dist::ExactSum cost_sum(1);
+    std::int64_t entries = 0;
+    comm.phase([&] {
+      if (problems.empty()) return;
+      std::vector<std::int32_t> src, tgt;
+      for (const auto& pr : problems) {
+        src.push_back(pr.source);
+        tgt.push_back(pr.target);
+      }
+      Vector<double> row_sum(no_init("kotml::learn::row_sum"), static_cast<std::size_t>(layout.total_rows()));
+      cost_row_sums(CostRowSums{projected.clouds.points(), projected.clouds.device_table(),
+                                device_copy("kotml::learn::sources", src), device_copy("kotml::learn::targets", tgt),
+                                layout.device_row_offset, row_sum, options_.squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean},
+                    static_cast<std::int64_t>(problems.size()));
+      auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), row_sum);
+      for (std::size_t r = 0; r < host.extent(0); ++r) cost_sum.add(0, host(r));
+      for (std::int64_t u = 0; u < layout.problems(); ++u) entries += layout.rows(u) * layout.cols(u);
+    });
+    const double total = cost_sum.allreduce(comm)[0];
+    const std::int64_t count = comm.sum(entries);
+    const double mean = count > 0 ? total / static_cast<double>(count) : 0.0;
+    // GGML-OT clamps the mean at its eps (1e-8) before dividing by it.
+    epsilon = options_.ot.entropic_reg * std::max(mean, 1e-8);
+  }
+
+  // Solve this rank's pairs.
+  std::vector<double> my_costs(mine.size(), 0.0);
+  HostMatrix<double> source_gradient, target_gradient;
+  comm.phase([&] {
+    if (problems.empty()) return;
+    const ot::Cost cost = options_.squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean;
+    if (exact) {
+      ot::EmdOptions emd_options;
+      emd_options.max_iter = options_.ot.emd_max_iter;
+      emd_options.workspace_bytes = options_.ot.workspace_bytes;
+      emd_options.point_gradients = want_gradient;
+      std::vector<std::int32_t> warm(static_cast<std::size_t>(layout.total_rows() + layout.total_cols()), ot::basis_root);
+      bool any_warm = false;
+      if (options_.warm_start) {
+        for (std::size_t u = 0; u < problems.size(); ++u) {
+          const auto found = bases_.find(pair_key(cloud_donors[static_cast<std::size_t>(problems[u].source)],
+                                                  cloud_donors[static_cast<std::size_t>(problems[u].target)]));
+          const auto nodes = static_cast<std::size_t>(layout.rows(static_cast<std::int64_t>(u)) + layout.cols(static_cast<std::int64_t>(u)));
+          if (found == bases_.end() || found->second.size() != nodes) continue;
+          std::copy(found->second.begin(), found->second.end(),
+                    warm.begin() + layout.node_offset(static_cast<std::int64_t>(u)));
+          any_warm = true;
+        }
+      }
+      Vector<const std::int32_t> warm_device;
+      if (any_warm) warm_device = device_copy("kotml::learn::warm_basis", warm);
+      const auto result = ot::emd(projected.clouds, problems, cost, emd_options, warm_device);
+      const auto summaries = result.summaries();
+      for (std::size_t u = 0; u < problems.size(); ++u) {
+        my_costs[u] = summaries[u].cost;
+        report_.count(summaries[u].status);
+        if (options_.warm_start)
+          bases_[pair_key(cloud_donors[static_cast<std::size_t>(problems[u].source)],
+                          cloud_donors[static_cast<std::size_t>(problems[u].target)])] =
+              result.basis_of(static_cast<std::int64_t>(u));
+      }
+      if (want_gradient) {
+        source_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.source_gradient);
+        target_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.target_gradient);
+      }
+    } else {
+      ot::SinkhornOptions sk;
+      sk.epsilon = epsilon;
+      sk.relative_epsilon = false;
+      sk.max_iter = options_.ot.sinkhorn_max_iter;
+      sk.tol = options_.ot.sinkhorn_tol;
+      sk.workspace_bytes = options_.ot.workspace_bytes;
+      sk.point_gradients = want_gradient;
+      const auto result = ot::sinkhorn(projected.clouds, problems, cost, sk);
+      const auto summaries = result.summaries();
+      for (std::size_t u = 0; u < problems.size(); ++u) {
+        // The regularised objective, whose gradient the solver returns exactly
+        // (envelope theorem); GGML-OT uses <P, C> with unrolled autograd.
+        my_costs[u] = summaries[u].objective;
+        report_.count(summaries[u].status);
+      }
+      if (want_gradient) {
+        source_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.source_gradient);
+        target_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.target_gradient);
+      }
+    }
+    for (double c : my_costs)
+      if (!std::isfinite(c)) throw Error("", "training", "an OT cost is not finite: the metric diverged (try a smaller --lr)");
+  });
+
+  // Every rank gets every pair's cost, by pair id.
+  std::vector<std::int64_t> ids(mine.begin(), mine.end());
+  std::vector<double> pair_cost(pairs.size(), 0.0);
+  if (owners) {
+    const auto all_ids = comm.allgatherv(ids);
+    const auto all_costs = comm.allgatherv(my_costs);
+    for (std::size_t t = 0; t < all_ids.size(); ++t) pair_cost[static_cast<std::size_t>(all_ids[t])] = all_costs[t];
+  } else {
+    for (std::size_t t = 0; t < mine.size(); ++t) pair_cost[mine[t]] = my_costs[t];
+  }
+  const auto hinge = hinge_loss(triplets, pair_cost, options_.alpha);
+  StepResult result;
+  result.loss = hinge.value;
+  result.triplets = hinge.n_triplets;
+  result.active = hinge.n_active;
+  if (!want_gradient) return result;
+
+  // H: Σ over pairs of coefficient × point gradients, per point of the batch.
+  std::vector<std::int64_t> h_row(batch.size(), 0);
+  std::int64_t h_rows = 0;
+  if (store_.identical_supports()) {
+    h_rows = static_cast<std::int64_t>(store_.pool().extent(0));
+  } else {
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      h_row[b] = h_rows;
+      h_rows += store_.rows(batch[b]);
+    }
+  }
+  dist::ExactSum h_sum(static_cast<std::size_t>(h_rows * k));
+  comm.phase([&] {
+    for (std::size_t u = 0; u < mine.size(); ++u) {
+      const double c = hinge.d_pair_cost[mine[u]];
+      if (c == 0.0) continue;
+      const auto& pr = pairs[mine[u]];
+      const auto add_rows = [&](const HostMatrix<double>& g, std::int64_t first_row, std::int64_t rows, std::int32_t position) {
+        const auto base = h_row[static_cast<std::size_t>(position)];
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t q = 0; q < k; ++q)
+            h_sum.add(static_cast<std::size_t>((base + i) * k + q), c * g(static_cast<std::size_t>(first_row + i), static_cast<std::size_t>(q)));
+      };
+      add_rows(source_gradient, layout.row_offset[u], layout.rows(static_cast<std::int64_t>(u)), pr.first);
+      add_rows(target_gradient, layout.col_offset[u], layout.cols(static_cast<std::int64_t>(u)), pr.second);
+    }
+  });
+  const auto h = h_sum.allreduce(comm);
+
+  // ∂L/∂A = Σ_u H_uᵀ X_u: each rank maps its block of donors, summed exactly.
+  dist::ExactSum g_sum(static_cast<std::size_t>(k * d));
+  comm.phase([&] {
+    Matrix<double> grad_block(no_init("kotml::learn::donor_gradient"), static_cast<std::size_t>(k), static_cast<std::size_t>(d));
+    for (auto b = block.begin; b < block.end; ++b) {
+      const GlobalId donor = batch[static_cast<std::size_t>(b)];
+      const std::int64_t rows = store_.identical_supports() ? h_rows : store_.rows(donor);
+      const std::int64_t first = store_.identical_supports() ? 0 : h_row[static_cast<std::size_t>(b)];
+      if (rows == 0) continue;
+      HostMatrix<double> h_host("kotml::learn::h_block", static_cast<std::size_t>(rows), static_cast<std::size_t>(k));
+      std::copy(h.begin() + first * k, h.begin() + (first + rows) * k, h_host.data());
+      auto h_device = Kokkos::create_mirror_view_and_copy(MemSpace(), h_host);
+      ot::map_gradient<eval::PointScalar>(h_device, stage_.donor_points(donor), grad_block, false);
+      auto g_host = Kokkos::create_mirror_view_and_copy(HostSpace(), grad_block);
+      g_sum.add(g_host.data());
+    }
+  });
+  result.grad = g_sum.allreduce(comm);
+  return result;
+}
+
+std::vector<int> labels_of(const data::Cohort& cohort, const std::vector<GlobalId>& donors) {
+  std::vector<int> labels;
+  for (auto u : donors) labels.push_back(cohort.donors[static_cast<std::size_t>(u)].label);
+  return labels;
+}
+
+TripletSet make_triplets(const std::vector<int>& labels, const TrainOptions& options, std::int64_t epoch_index,
+                         std::int64_t batch_index) {
+  if (options.triplets == TripletMode::all) return all_triplets(labels);
+  random::Stream stream(options.seed, random::Purpose::triplets,
+                        (static_cast<std::uint64_t>(epoch_index) << 20) + static_cast<std::uint64_t>(batch_index));
+  return sampled_triplets(labels, options.t, stream);
+}
+
+bool all_finite(const MetricMatrix& a) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!std::isfinite(a.data()[i])) return false;
+  return true;
+}
+
+/// Collective: every rank's warm-start bases, for a checkpoint.
+WarmBases gather_bases(const std::unordered_map<std::uint64_t, std::vector<std::int32_t>>& bases,
+                       const dist::Comm& comm) {
+  std::vector<std::int64_t> packed;
+  std::vector<std::uint64_t> keys;
+  for (const auto& entry : bases) keys.push_back(entry.first);
+  std::sort(keys.begin(), keys.end());
+  for (auto key : keys) {
+    const auto& b = bases.at(key);
+    packed.push_back(static_cast<std::int64_t>(key >> 32));
+    packed.push_back(static_cast<std::int64_t>(key & 0xffffffffULL));
+    packed.push_back(static_cast<std::int64_t>(b.size()));
+    packed.insert(packed.end(), b.begin(), b.end());
+  }
+  const auto all = comm.allgatherv(packed);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> sorted;
+  for (std::size_t i = 0; i < all.size();) {
+    const auto first = all[i], second = all[i + 1];
+    const auto n = static_cast<std::size_t>(all[i + 2]);
+    std::vector<std::int32_t> basis(all.begin() + static_cast<std::ptrdiff_t>(i + 3),
+                                    all.begin() + static_cast<std::ptrdiff_t>(i + 3 + n));
+    sorted[{first, second}] = std::move(basis);
+    i += 3 + n;
+  }
+  WarmBases warm;
+  warm.offset.push_back(0);
+  for (const auto& [key, basis] : sorted) {
+    warm.first.push_back(key.first);
+    warm.second.push_back(key.second);
+    warm.basis.insert(warm.basis.end(), basis.begin(), basis.end());
+    warm.offset.push_back(static_cast<std::int64_t>(warm.basis.size()));
+  }
+  return warm;
+}
+
+double lr_factor(const TrainOptions& options, int ranks) {
+  if (options.mode != DistributionMode::batches) return 1.0;
+  switch (options.lr_scaling) {
+    case LrScaling::none:
+      return 1.0;
+    case LrScaling::linear:
+      return static_cast<double>(ranks);
+    case LrScaling::sqrt:
+      return std::sqrt(static_cast<double>(ranks));
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ train
+
+TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
+                  const std::vector<GlobalId>& train_donors, const TrainOptions& options,
+                  const dist::Comm& comm) {
+  const auto labels = labels_of(cohort, train_donors);
+  const std::int64_t n_classes = static_cast<std::int64_t>(std::set<int>(labels.begin(), labels.end()).size());
+  options.validate(cohort.dim, static_cast<std::int64_t>(train_donors.size()), n_classes);
+  const auto k = options.n_comps, d = cohort.dim;
+  const std::string fingerprint = full_fingerprint(options, cohort, train_donors, comm.size());
+
+  TrainResult result;
+  result.a = initial_metric(k, d, options.seed);
+  Adam adam(options.adam, static_cast<std::size_t>(k * d));
+  adam.set_lr(options.adam.lr * lr_factor(options, comm.size()));
+  StepEngine engine(cohort, store, options);
+  std::optional<PairOwners> owners;
+  if (options.mode == DistributionMode::pairs) owners.emplace(store, train_donors, !options.ot.exact(), comm.size());
+
+  std::int64_t epochs_done = 0;
+  if (!options.restart_from.empty()) {
+    Checkpoint c;
+    comm.phase([&] {
+      c = read_checkpoint(options.restart_from);
+      if (c.fingerprint != fingerprint)
+        throw Error(options.restart_from, "",
+                    "checkpoint from another configuration (options, cohort or training donors differ): "
+                    "checkpoint has '" + c.fingerprint + "', this run '" + fingerprint + "'");
+      if (static_cast<std::int64_t>(c.a.extent(0)) != k || static_cast<std::int64_t>(c.a.extent(1)) != d)
+        throw Error(options.restart_from, "A", "metric shape does not match this run");
+    });
+    Kokkos::deep_copy(result.a, c.a);
+    adam.restore(c.adam_steps, c.adam_m, c.adam_v);
+    result.history = c.history;
+    result.converged = c.converged;
+    epochs_done = c.epochs_done;
+    for (std::size_t p = 0; p < c.warm.first.size(); ++p) {
+      const GlobalId u = c.warm.first[p], v = c.warm.second[p];
+      if (owners && owners->owner(u, v) != comm.rank()) continue;
+      engine.bases()[pair_key(u, v)] = std::vector<std::int32_t>(
+          c.warm.basis.begin() + c.warm.offset[p], c.warm.basis.begin() + c.warm.offset[p + 1]);
+    }
+  }
+
+  std::vector<std::string> warnings;
+  std::int64_t skipped = 0;
+  const dist::Comm self(MPI_COMM_SELF);
+  double seconds_total = 0.0;
+  std::int64_t epochs_timed = 0;
+  for (std::int64_t epoch = epochs_done + 1; epoch <= options.epochs && !result.converged; ++epoch) {
+    comm.barrier();
+    Kokkos::Timer timer;
+    const auto batches = stratified_batches(labels, options.batch_size, options.seed, epoch - 1);
+    EpochRecord record;
+    record.epoch = epoch;
+    record.min_grad_norm = std::numeric_limits<double>::infinity();
+    double loss_sum = 0.0;
+    const std::int64_t per_step = options.mode == DistributionMode::batches ? comm.size() : 1;
+    const auto n_batches = static_cast<std::int64_t>(batches.size());
+    for (std::int64_t first = 0; first < n_batches; first += per_step) {
+      StepResult step;
+      bool have_step = false;
+      if (options.mode == DistributionMode::pairs) {
+        std::vector<GlobalId> batch;
+        for (auto pos : batches[static_cast<std::size_t>(first)]) batch.push_back(train_donors[static_cast<std::size_t>(pos)]);
+        const auto triplets = make_triplets(labels_of(cohort, batch), options, epoch - 1, first);
+        if (triplets.size() == 0) {
+          ++skipped;
+          continue;
+        }
+        step = engine.run(batch, triplets, result.a, comm, &*owners, true);
+        have_step = true;
+      } else {
+        // Mode batches: batch first + rank for this rank, alone; then the
+        // ranks' gradients and losses are averaged exactly.
+        const std::int64_t mine = first + comm.rank();
+        StepResult local;
+        bool valid = false;
+        if (mine < n_batches) {
+          std::vector<GlobalId> batch;
+          for (auto pos : batches[static_cast<std::size_t>(mine)]) batch.push_back(train_donors[static_cast<std::size_t>(pos)]);
+          const auto triplets = make_triplets(labels_of(cohort, batch), options, epoch - 1, mine);
+          if (triplets.size() > 0) {
+            // A failure on this rank alone must reach every rank before the
+            // next collective.
+            std::optional<Error> failure;
+            try {
+              local = engine.run(batch, triplets, result.a, self, nullptr, true);
+            } catch (const Error& e) {
+              failure = e;
+            }
+            comm.agree(failure);
+            valid = true;
+          } else {
+            comm.agree(std::nullopt);
+            ++skipped;
+          }
+        } else {
+          comm.agree(std::nullopt);
+        }
+        const std::int64_t contributors = comm.sum(valid ? 1 : 0);
+        if (contributors == 0) continue;
+        dist::ExactSum sums(static_cast<std::size_t>(k * d + 1));
+        comm.phase([&] {
+          if (!valid) return;
+          std::vector<double> row(local.grad);
+          row.push_back(local.loss);
+          sums.add(row);
+        });
+        auto total = sums.allreduce(comm);
+        step.loss = total.back() / static_cast<double>(contributors);
+        total.pop_back();
+        for (auto& g : total) g /= static_cast<double>(contributors);
+        step.grad = std::move(total);
+        step.triplets = comm.sum(local.triplets);
+        step.active = comm.sum(local.active);
+        have_step = true;
+      }
+      if (!have_step) continue;
+      if (!std::isfinite(step.loss))
+        throw Error("", "training", "the loss is not finite at epoch " + std::to_string(epoch) + " (try a smaller --lr)");
+      const double grad_norm = frobenius_norm(step.grad);
+      if (!std::isfinite(grad_norm))
+        throw Error("", "training", "the gradient is not finite at epoch " + std::to_string(epoch) + " (try a smaller --lr)");
+      record.grad_norm = grad_norm;
+      record.min_grad_norm = std::min(record.min_grad_norm, grad_norm);
+      if (options.stop_thr > 0.0 && grad_norm < options.stop_thr) result.converged = true;
+      std::vector<double> total_grad(step.grad);
+      add_regularizer_gradient(result.a, options.reg_type, options.reg, total_grad);
+      adam.step(result.a, total_grad);
+      if (!all_finite(result.a))
+        throw Error("", "training", "the metric became non-finite at epoch " + std::to_string(epoch) + " (try a smaller --lr)");
+      loss_sum += step.loss;
+      ++record.steps;
+      record.triplets += step.triplets;
+      record.active_triplets += step.active;
+    }
+    record.seconds = comm.max(timer.seconds());
+    record.loss = record.steps > 0 ? loss_sum / static_cast<double>(record.steps) : 0.0;
+    if (record.steps == 0) record.min_grad_norm = 0.0;
+    record.regularizer = regularizer_value(result.a, options.reg_type, options.reg);
+    result.history.push_back(record);
+    seconds_total += record.seconds;
+    ++epochs_timed;
+    epochs_done = epoch;
+    log::info("epoch " + std::to_string(epoch) + ": loss " + std::to_string(record.loss) + ", gradient norm " +
+              std::to_string(record.grad_norm) + ", " + std::to_string(record.seconds) + " s");
+    if (options.checkpoint_every > 0 && (epoch % options.checkpoint_every == 0)) {
+      Checkpoint c;
+      c.fingerprint = fingerprint;
+      c.epochs_done = epochs_done;
+      c.converged = result.converged;
+      c.seed = options.seed;
+      c.a = result.a;
+      c.adam_steps = adam.steps();
+      c.adam_m = adam.first_moment();
+      c.adam_v = adam.second_moment();
+      c.history = result.history;
+      c.warm = gather_bases(engine.bases(), comm);
+      comm.phase([&] {
+        if (comm.is_root()) write_checkpoint(options.checkpoint_path, c);
+      });
+    }
+  }
+  result.epochs_run = epochs_done;
+  result.epoch_time_s = epochs_timed > 0 ? seconds_total / static_cast<double>(epochs_timed) : 0.0;
+  skipped = comm.sum(skipped);
+  if (skipped > 0)
+    warnings.push_back("training: " + std::to_string(skipped) + " batch(es) without a valid triplet were skipped");
+  for (const auto& w : engine.report().warnings("training")) warnings.push_back(w);
+  comm.gather_warnings(warnings);
+  return result;
+}
+
+double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store, const std::vector<GlobalId>& donors,
+                    const MetricMatrix& a, const TrainOptions& options, const dist::Comm& comm) {
+  const auto triplets = all_triplets(labels_of(cohort, donors));
+  if (triplets.size() == 0) return 0.0;
+  StepEngine engine(cohort, store, options);
+  const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
+  return engine.run(donors, triplets, a, comm, &owners, false).loss;
+}
+
+double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& store,
+                         const std::vector<GlobalId>& donors, const MetricMatrix& a, const TrainOptions& options,
+                         const dist::Comm& comm, std::vector<double>& grad) {
+  const auto triplets = make_triplets(labels_of(cohort, donors), options, 0, 0);
+  StepEngine engine(cohort, store, options);
+  const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
+  auto step = engine.run(donors, triplets, a, comm, &owners, true);
+  grad = step.grad;
+  add_regularizer_gradient(a, options.reg_type, options.reg, grad);
+  return step.loss + regularizer_value(a, options.reg_type, options.reg);
+}
+
+}  // namespace kotml::learn
