@@ -71,6 +71,9 @@ void TrainOptions::validate(std::int64_t dim, std::int64_t n_train_donors, std::
   if (n_classes < 2)
     throw Error::option("label-col", "training needs donors of at least two classes, got " + std::to_string(n_classes));
   if (n_train_donors < 2) throw Error::option("train-size", "training needs at least two donors");
+  if (initial_a.size() > 0 && (static_cast<std::int64_t>(initial_a.extent(0)) != n_comps ||
+                               static_cast<std::int64_t>(initial_a.extent(1)) != dim))
+    throw Error::option("n-comps", "the initial metric is not n_comps × features");
 }
 
 std::string TrainOptions::fingerprint() const {
@@ -83,6 +86,12 @@ std::string TrainOptions::fingerprint() const {
     << ";sinkhorn_tol=" << ot.sinkhorn_tol << ";emd_max_iter=" << ot.emd_max_iter
     << ";triplets=" << to_string(triplets) << ";t=" << t << ";mode=" << to_string(mode)
     << ";lr_scaling=" << to_string(lr_scaling) << ";warm_start=" << warm_start << ";seed=" << seed;
+  if (initial_a.size() > 0) {
+    std::uint64_t h = 1469598103934665603ULL;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(initial_a.data());
+    for (std::size_t i = 0; i < initial_a.size() * sizeof(double); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+    s << ";initial_a=" << std::hex << h;
+  }
   return s.str();
 }
 
@@ -501,7 +510,12 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   const std::string fingerprint = full_fingerprint(options, cohort, train_donors, comm.size());
 
   TrainResult result;
-  result.a = initial_metric(k, d, options.seed);
+  if (options.initial_a.size() > 0) {
+    result.a = MetricMatrix("metric_A", static_cast<std::size_t>(k), static_cast<std::size_t>(d));
+    Kokkos::deep_copy(result.a, options.initial_a);
+  } else {
+    result.a = initial_metric(k, d, options.seed);
+  }
   Adam adam(options.adam, static_cast<std::size_t>(k * d));
   adam.set_lr(options.adam.lr * lr_factor(options, comm.size()));
   StepEngine engine(cohort, store, options);

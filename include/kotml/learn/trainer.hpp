@@ -74,6 +74,7 @@ struct TrainOptions {
   std::int64_t checkpoint_every = 0;  // epochs; 0: no checkpoints
   std::string checkpoint_path;        // written atomically
   std::string restart_from;           // checkpoint to continue from
+  MetricMatrix initial_a;             // start from this k×d matrix instead of the seeded one (empty: seeded)
 
   /// Error naming the option for invalid values, including n_comps > dim and
   /// too few training donors or classes.
