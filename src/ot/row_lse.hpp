@@ -1,0 +1,53 @@
+#pragma once
+// Row log-sum-exp, the inner loop of every Sinkhorn half-step:
+//   LSE_j (h_j − s·c_j),  j < m,
+// two passes over the row (maximum, then the sum of shifted exps), so no term
+// overflows and the largest term is exactly 1.
+//
+// On host backends the row goes to row_lse_host (row_lse.cpp), compiled for
+// several x86 SIMD levels and picked at load time by the CPU (GCC function
+// multiversioning), with a fixed number of accumulation lanes so that its bits
+// do not depend on the thread count. On GPUs the row is split over the vector
+// lanes of a team thread.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "kotml/core/math.hpp"
+#include "kotml/ot/fast_exp.hpp"
+
+namespace kotml::ot::detail {
+
+double row_lse_host(const double* c, const double* h, std::int64_t m, double s);
+float row_lse_host(const float* c, const float* h, std::int64_t m, float s);
+
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
+#define KOTML_OT_DEVICE_PASS 1
+#endif
+
+/// Called by one team thread for one row; vector lanes share the row on GPUs.
+template <class Member, class T>
+KOKKOS_INLINE_FUNCTION T row_lse(const Member& team, const T* c, const T* h, std::int64_t m, T s) {
+#ifdef KOTML_OT_DEVICE_PASS
+  T top = -kmath::infinity<T>();
+  Kokkos::parallel_reduce(
+      Kokkos::ThreadVectorRange(team, m),
+      [&](const std::int64_t j, T& local) {
+        const T v = h[j] - s * c[j];
+        local = v > local ? v : local;
+      },
+      Kokkos::Max<T>(top));
+  if (!(top > -kmath::infinity<T>())) return top;
+  T sum = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::ThreadVectorRange(team, m),
+      [&](const std::int64_t j, T& local) { local += fast_exp(h[j] - s * c[j] - top); }, sum);
+  return top + kmath::log(sum);
+#else
+  (void)team;
+  return row_lse_host(c, h, m, s);
+#endif
+}
+
+}  // namespace kotml::ot::detail

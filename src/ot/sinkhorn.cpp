@@ -1,0 +1,483 @@
+#include "kotml/ot/sinkhorn.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "kotml/core/error.hpp"
+#include "sinkhorn_engine.hpp"
+
+namespace kotml::ot {
+
+void SinkhornOptions::validate() const {
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    throw Error::option("epsilon", "must be positive and finite, got " + std::to_string(epsilon));
+  if (!(tau_a > 0 && tau_a <= 1))
+    throw Error::option("tau-a", "must be in (0, 1], got " + std::to_string(tau_a));
+  if (!(tau_b > 0 && tau_b <= 1))
+    throw Error::option("tau-b", "must be in (0, 1], got " + std::to_string(tau_b));
+  if (max_iter < 1) throw Error::option("max-iter", "must be at least 1, got " + std::to_string(max_iter));
+  if (!(tol >= 0)) throw Error::option("tol", "must be zero or positive, got " + std::to_string(tol));
+  if (check_every < 1)
+    throw Error::option("check-every", "must be at least 1, got " + std::to_string(check_every));
+}
+
+template <class T>
+SinkhornSummary SinkhornBatchResult<T>::summary(std::int64_t u) const {
+  SinkhornSummary s;
+  auto pick = [u](const auto& view) {
+    auto one = Kokkos::subview(view, u);
+    typename std::decay_t<decltype(view)>::non_const_value_type value{};
+    Kokkos::deep_copy(value, one);
+    return value;
+  };
+  s.cost = pick(cost);
+  s.objective = pick(objective);
+  s.marginal_error = pick(marginal_error);
+  s.iterations = pick(iterations);
+  s.status = static_cast<SolveStatus>(pick(status));
+  s.epsilon = epsilon;
+  return s;
+}
+
+template <class T>
+std::vector<SinkhornSummary> SinkhornBatchResult<T>::summaries() const {
+  auto c = Kokkos::create_mirror_view_and_copy(HostSpace(), cost);
+  auto o = Kokkos::create_mirror_view_and_copy(HostSpace(), objective);
+  auto e = Kokkos::create_mirror_view_and_copy(HostSpace(), marginal_error);
+  auto it = Kokkos::create_mirror_view_and_copy(HostSpace(), iterations);
+  auto st = Kokkos::create_mirror_view_and_copy(HostSpace(), status);
+  std::vector<SinkhornSummary> all(c.extent(0));
+  for (std::size_t u = 0; u < all.size(); ++u)
+    all[u] = {c(u), o(u), e(u), epsilon, it(u), static_cast<SolveStatus>(st(u))};
+  return all;
+}
+
+namespace {
+
+using detail::BlockList;
+using detail::LineMember;
+using detail::SlotTable;
+
+/// Costs of the lines of the blocks, from the pool's points: line i of a slot is
+/// point line_point + i, its entries are the costs to other_point + j.
+template <class T>
+struct CostLines {
+  BlockList blocks;
+  Vector<T> cost;
+  Vector<const std::int64_t> cost_offset, other_count, line_point, other_point;
+  Matrix<const T> points;
+  Vector<const double> norms;
+  Cost kind;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t length = other_count(slot);
+    T* base = cost.data() + cost_offset(slot);
+    const int dim = static_cast<int>(points.extent(1));
+    const bool cosine = kind == Cost::cosine;
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
+        [&](const std::int64_t i) {
+          const std::int64_t x = line_point(slot) + i;
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, length), [&](const std::int64_t j) {
+            const std::int64_t y = other_point(slot) + j;
+            base[i * length + j] = static_cast<T>(ground_cost<double>(
+                kind, &points(x, 0), &points(y, 0), dim, cosine ? norms(x) : 0.0, cosine ? norms(y) : 0.0));
+          });
+        });
+  }
+};
+
+/// Σ_j C_ij per row, in double and column order (for a relative ε).
+template <class T>
+struct CostRowSums {
+  BlockList blocks;
+  Vector<const std::int64_t> line_begin, other_count, line_point, other_point;
+  Matrix<const T> points;
+  Vector<const double> norms;
+  Vector<double> sums;
+  Cost kind;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t length = other_count(slot);
+    const int dim = static_cast<int>(points.extent(1));
+    const bool cosine = kind == Cost::cosine;
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
+        [&](const std::int64_t i) {
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            const std::int64_t x = line_point(slot) + i;
+            double s = 0;
+            for (std::int64_t j = 0; j < length; ++j) {
+              const std::int64_t y = other_point(slot) + j;
+              s += ground_cost<double>(kind, &points(x, 0), &points(y, 0), dim, cosine ? norms(x) : 0.0,
+                                       cosine ? norms(y) : 0.0);
+            }
+            sums(line_begin(slot) + i) = s;
+          });
+        });
+  }
+};
+
+/// Marginals of each problem from its clouds' weights; normalised to unit mass
+/// when balanced. log 0 = −∞ marks a zero weight.
+template <class T>
+struct FillWeights {
+  Vector<const std::int64_t> row_begin, col_begin;
+  Kokkos::View<const std::int32_t*, MemSpace> source, target;
+  Kokkos::View<const std::int64_t* [3], MemSpace> table;
+  Vector<const double> weights;
+  Vector<T> a, log_a, b, log_b;
+  bool normalise;
+
+  KOKKOS_INLINE_FUNCTION void fill(std::int32_t cloud, std::int64_t at, const Vector<T>& w,
+                                   const Vector<T>& log_w) const {
+    const std::int64_t begin = table(cloud, 1), size = table(cloud, 2);
+    double total = 0;
+    for (std::int64_t i = 0; i < size; ++i) total += weights(begin + i);
+    const double scale = normalise ? 1.0 / total : 1.0;
+    for (std::int64_t i = 0; i < size; ++i) {
+      const double v = weights(begin + i) * scale;
+      w(at + i) = static_cast<T>(v);
+      log_w(at + i) = v > 0 ? static_cast<T>(kmath::log(v)) : -kmath::infinity<T>();
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t u) const {
+    fill(source(u), row_begin(u), a, log_a);
+    fill(target(u), col_begin(u), b, log_b);
+  }
+};
+
+template <class V>
+V device_copy_of(const std::vector<typename V::value_type>& host, const char* label) {
+  V v(no_init(label), host.size());
+  Kokkos::deep_copy(v, Kokkos::View<const typename V::value_type*, HostSpace,
+                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host.data(), host.size()));
+  return v;
+}
+
+}  // namespace
+
+template <class T>
+SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, Cost cost,
+                                const SinkhornOptions& options, const SinkhornWarmStart<T>* warm) {
+  options.validate();
+  if (options.point_gradients && cost == Cost::cosine)
+    throw Error::option("cost", "gradients with respect to the points are available for the euclidean "
+                                "and sqeuclidean costs, not cosine");
+  SinkhornBatchResult<T> result;
+  result.layout = BatchLayout::of(clouds, pairs);
+  const BatchLayout& layout = result.layout;
+  const std::int64_t n_problems = layout.problems();
+  detail::SinkhornOutputs out;
+  out.allocate(n_problems);
+  detail::SinkhornState<T> state;
+  state.allocate(layout.total_rows(), layout.total_cols());
+
+  std::vector<std::int32_t> source_host(pairs.size()), target_host(pairs.size());
+  for (std::size_t u = 0; u < pairs.size(); ++u) {
+    source_host[u] = pairs[u].source;
+    target_host[u] = pairs[u].target;
+  }
+  const auto source = device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(source_host, "kotml::ot::pair_source");
+  const auto target = device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(target_host, "kotml::ot::pair_target");
+  Kokkos::parallel_for("kotml::ot::sinkhorn_weights", Kokkos::RangePolicy<ExecSpace>(0, n_problems),
+                       FillWeights<T>{layout.device_row_offset, layout.device_col_offset, source, target,
+                                      clouds.device_table(), clouds.weights(), state.a, state.log_a,
+                                      state.b, state.log_b, options.balanced()});
+  if (warm) {
+    if (warm->f.extent(0) != static_cast<std::size_t>(layout.total_rows()) ||
+        warm->g.extent(0) != static_cast<std::size_t>(layout.total_cols()))
+      throw Error("", "warm start", "the potentials do not match the batch layout");
+    Kokkos::deep_copy(state.f, warm->f);
+    Kokkos::deep_copy(state.g, warm->g);
+  }
+
+  // Every problem as a slot (cost offsets are set per chunk below).
+  SlotTable all;
+  for (std::int64_t u = 0; u < n_problems; ++u) {
+    const auto& p = pairs[static_cast<std::size_t>(u)];
+    all.add(u, 0, layout.row_offset[u], layout.col_offset[u], layout.rows(u), layout.cols(u),
+            clouds.cloud(p.source).point_begin, clouds.cloud(p.target).point_begin);
+  }
+  all.upload();
+  std::vector<std::int64_t> every(static_cast<std::size_t>(n_problems));
+  for (std::int64_t u = 0; u < n_problems; ++u) every[static_cast<std::size_t>(u)] = u;
+
+  Vector<double> norms;
+  if (cost == Cost::cosine) {
+    norms = Vector<double>(no_init("kotml::ot::point_norms"), clouds.points().extent(0));
+    const auto points = clouds.points();
+    const int dim = clouds.dim();
+    Kokkos::parallel_for(
+        "kotml::ot::point_norms", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
+        KOKKOS_LAMBDA(const std::int64_t r) { norms(r) = row_norm<double>(&points(r, 0), dim); });
+  }
+
+  double epsilon = options.epsilon;
+  if (options.relative_epsilon && n_problems > 0) {
+    auto blocks = detail::make_blocks(all, every, true);
+    Kokkos::parallel_for("kotml::ot::sinkhorn_cost_sums", detail::line_policy(blocks.extent(0)),
+                         CostRowSums<T>{blocks, all.d_row_begin, all.d_cols, all.d_source_point,
+                                        all.d_target_point, clouds.points(), norms, state.row_cost, cost});
+    auto sums = Kokkos::create_mirror_view_and_copy(HostSpace(), state.row_cost);
+    double total = 0, entries = 0;
+    for (std::int64_t u = 0; u < n_problems; ++u) {
+      for (std::int64_t i = layout.row_offset[u]; i < layout.row_offset[u + 1]; ++i) total += sums(i);
+      entries += static_cast<double>(layout.rows(u)) * static_cast<double>(layout.cols(u));
+    }
+    const double mean = entries > 0 ? total / entries : 0.0;
+    // All costs zero: every plan is optimal; any ε gives the same cost.
+    if (mean > 0) epsilon = options.epsilon * mean;
+  }
+  result.epsilon = epsilon;
+
+  // Optional outputs.
+  Vector<const std::int64_t> plan_offset_device;
+  if (options.keep_plan) {
+    result.plan_offset.assign(static_cast<std::size_t>(n_problems) + 1, 0);
+    for (std::int64_t u = 0; u < n_problems; ++u)
+      result.plan_offset[u + 1] = result.plan_offset[u] + layout.rows(u) * layout.cols(u);
+    result.plan = Vector<T>(no_init("kotml::ot::sinkhorn_plans"), result.plan_offset.back());
+    plan_offset_device = device_copy_of<Vector<std::int64_t>>(result.plan_offset, "kotml::ot::plan_offset");
+  }
+  Matrix<const T> gradient_points;
+  if (options.point_gradients) {
+    result.source_gradient = Matrix<double>("kotml::ot::source_gradient", layout.total_rows(), clouds.dim());
+    result.target_gradient = Matrix<double>("kotml::ot::target_gradient", layout.total_cols(), clouds.dim());
+    gradient_points = clouds.points();
+  }
+
+  // Chunks of consecutive problems whose costs fit the workspace.
+  const std::size_t per_entry = 2 * sizeof(T);
+  std::vector<std::pair<std::int64_t, std::int64_t>> chunks;
+  std::int64_t largest = 0;
+  for (std::int64_t u = 0; u < n_problems;) {
+    std::int64_t v = u, entries = 0;
+    while (v < n_problems) {
+      const std::int64_t e = layout.rows(v) * layout.cols(v);
+      if (v > u && static_cast<std::size_t>(entries + e) * per_entry > options.workspace_bytes) break;
+      entries += e;
+      ++v;
+    }
+    chunks.emplace_back(u, v);
+    largest = std::max(largest, entries);
+    u = v;
+  }
+  Vector<T> cost_buffer(no_init("kotml::ot::sinkhorn_cost"), static_cast<std::size_t>(largest));
+  Vector<T> cost_t_buffer(no_init("kotml::ot::sinkhorn_cost_t"), static_cast<std::size_t>(largest));
+
+  for (const auto& [first, last] : chunks) {
+    SlotTable slots;
+    std::int64_t at = 0;
+    std::vector<std::int64_t> members;
+    for (std::int64_t u = first; u < last; ++u) {
+      slots.add(u, at, layout.row_offset[u], layout.col_offset[u], layout.rows(u), layout.cols(u),
+                all.source_point[u], all.target_point[u]);
+      members.push_back(u - first);
+      at += layout.rows(u) * layout.cols(u);
+    }
+    slots.upload();
+    auto row_blocks = detail::make_blocks(slots, members, true);
+    auto col_blocks = detail::make_blocks(slots, members, false);
+    Kokkos::parallel_for("kotml::ot::sinkhorn_costs", detail::line_policy(row_blocks.extent(0)),
+                         CostLines<T>{row_blocks, cost_buffer, slots.d_cost_offset, slots.d_cols,
+                                      slots.d_source_point, slots.d_target_point, clouds.points(), norms,
+                                      cost});
+    Kokkos::parallel_for("kotml::ot::sinkhorn_costs_t", detail::line_policy(col_blocks.extent(0)),
+                         CostLines<T>{col_blocks, cost_t_buffer, slots.d_cost_offset, slots.d_rows,
+                                      slots.d_target_point, slots.d_source_point, clouds.points(), norms,
+                                      cost});
+    detail::run_sinkhorn<T>(slots, cost_buffer, cost_t_buffer, state, options, epsilon, out, result.plan,
+                            plan_offset_device, cost, gradient_points, result.source_gradient,
+                            result.target_gradient);
+  }
+
+  result.cost = out.cost;
+  result.objective = out.objective;
+  result.marginal_error = out.marginal_error;
+  result.iterations = out.iterations;
+  result.status = out.status;
+  result.f = state.f;
+  result.g = state.g;
+  return result;
+}
+
+// ----------------------------------------------------------------- dense
+
+namespace {
+
+template <class T>
+double mean_of(const Matrix<const T>& C) {
+  const auto n = static_cast<std::int64_t>(C.extent(0));
+  const auto m = static_cast<std::int64_t>(C.extent(1));
+  Vector<double> sums(no_init("kotml::ot::dense_row_sums"), n);
+  Kokkos::parallel_for(
+      "kotml::ot::dense_row_sums", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+        double s = 0;
+        for (std::int64_t j = 0; j < m; ++j) s += static_cast<double>(C(i, j));
+        sums(i) = s;
+      });
+  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), sums);
+  double total = 0;
+  for (std::int64_t i = 0; i < n; ++i) total += host(i);
+  return n * m > 0 ? total / (static_cast<double>(n) * static_cast<double>(m)) : 0.0;
+}
+
+template <class T>
+void transpose_into(const Matrix<const T>& C, const Vector<T>& out) {
+  const auto n = static_cast<std::int64_t>(C.extent(0));
+  const auto m = static_cast<std::int64_t>(C.extent(1));
+  Kokkos::parallel_for(
+      "kotml::ot::transpose_cost",
+      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {m, n}, {64, 64}),
+      KOKKOS_LAMBDA(const std::int64_t j, const std::int64_t i) { out(j * n + i) = C(i, j); });
+}
+
+/// Checks one side's weights on the host: finite, ≥ 0, positive sum.
+void check_marginal(const Vector<const double>& w, std::int64_t expected, const char* name) {
+  if (static_cast<std::int64_t>(w.extent(0)) != expected)
+    throw Error("", name, "has " + std::to_string(w.extent(0)) + " entries, the cost needs " +
+                              std::to_string(expected));
+  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), w);
+  double sum = 0;
+  for (std::int64_t i = 0; i < expected; ++i) {
+    if (!std::isfinite(host(i))) throw Error("", name, "entry " + std::to_string(i) + " is not finite");
+    if (host(i) < 0) throw Error("", name, "entry " + std::to_string(i) + " is negative");
+    sum += host(i);
+  }
+  if (!(sum > 0)) throw Error("", name, "the weights sum to zero");
+}
+
+}  // namespace
+
+template <class T>
+SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<const double>& a,
+                                        const Vector<const double>& b, const SinkhornOptions& options,
+                                        const Vector<T>& f, const Vector<T>& g, const Matrix<T>& plan) {
+  options.validate();
+  const auto n = static_cast<std::int64_t>(C.extent(0));
+  const auto m = static_cast<std::int64_t>(C.extent(1));
+  if (n == 0 || m == 0) throw Error("", "cost", "the cost matrix is empty");
+  check_marginal(a, n, "a");
+  check_marginal(b, m, "b");
+  if (static_cast<std::int64_t>(f.extent(0)) != n || static_cast<std::int64_t>(g.extent(0)) != m)
+    throw Error("", "potentials", "f and g must have one entry per row and per column of the cost");
+  if (options.keep_plan && (static_cast<std::int64_t>(plan.extent(0)) != n ||
+                            static_cast<std::int64_t>(plan.extent(1)) != m))
+    throw Error("", "plan", "the plan must have the shape of the cost");
+  if (!C.span_is_contiguous()) throw Error("", "cost", "the cost matrix must be contiguous");
+
+  if (static_cast<std::int64_t>(cost_t_.extent(0)) != n * m)
+    cost_t_ = Vector<T>(no_init("kotml::ot::dense_cost_t"), n * m);
+  transpose_into(C, cost_t_);
+
+  double epsilon = options.epsilon;
+  if (options.relative_epsilon) {
+    const double mean = mean_of(C);
+    if (mean > 0) epsilon = options.epsilon * mean;
+  }
+
+  detail::SinkhornState<T> state;
+  state.allocate(n, m);
+  {
+    auto a_ = state.a, log_a = state.log_a, b_ = state.b, log_b = state.log_b;
+    const bool normalise = options.balanced();
+    Kokkos::parallel_for(
+        "kotml::ot::dense_weights", Kokkos::RangePolicy<ExecSpace>(0, 1), KOKKOS_LAMBDA(const int) {
+          double sa = 0, sb = 0;
+          for (std::int64_t i = 0; i < n; ++i) sa += a(i);
+          for (std::int64_t j = 0; j < m; ++j) sb += b(j);
+          const double ka = normalise ? 1.0 / sa : 1.0, kb = normalise ? 1.0 / sb : 1.0;
+          for (std::int64_t i = 0; i < n; ++i) {
+            a_(i) = static_cast<T>(a(i) * ka);
+            log_a(i) = a(i) > 0 ? static_cast<T>(kmath::log(a(i) * ka)) : -kmath::infinity<T>();
+          }
+          for (std::int64_t j = 0; j < m; ++j) {
+            b_(j) = static_cast<T>(b(j) * kb);
+            log_b(j) = b(j) > 0 ? static_cast<T>(kmath::log(b(j) * kb)) : -kmath::infinity<T>();
+          }
+        });
+  }
+  Kokkos::deep_copy(state.f, f);
+  Kokkos::deep_copy(state.g, g);
+
+  SlotTable slots;
+  slots.add(0, 0, 0, 0, n, m);
+  slots.upload();
+  detail::SinkhornOutputs out;
+  out.allocate(1);
+  Vector<T> plan_flat;
+  std::vector<std::int64_t> zero{0};
+  Vector<const std::int64_t> plan_offset;
+  if (options.keep_plan) {
+    plan_flat = Vector<T>(plan.data(), static_cast<std::size_t>(n * m));
+    plan_offset = device_copy_of<Vector<std::int64_t>>(zero, "kotml::ot::dense_plan_offset");
+  }
+  Vector<const T> cost_flat(C.data(), static_cast<std::size_t>(n * m));
+  detail::run_sinkhorn<T>(slots, cost_flat, cost_t_, state, options, epsilon, out, plan_flat, plan_offset,
+                          Cost::euclidean, Matrix<const T>(), Matrix<double>(), Matrix<double>());
+  Kokkos::deep_copy(f, state.f);
+  Kokkos::deep_copy(g, state.g);
+
+  SinkhornSummary s;
+  auto pick_d = [](const Vector<double>& v) {
+    double x = 0;
+    Kokkos::deep_copy(x, Kokkos::subview(v, 0));
+    return x;
+  };
+  auto pick_i = [](const Vector<std::int32_t>& v) {
+    std::int32_t x = 0;
+    Kokkos::deep_copy(x, Kokkos::subview(v, 0));
+    return x;
+  };
+  s.cost = pick_d(out.cost);
+  s.objective = pick_d(out.objective);
+  s.marginal_error = pick_d(out.marginal_error);
+  s.iterations = pick_i(out.iterations);
+  s.status = static_cast<SolveStatus>(pick_i(out.status));
+  s.epsilon = epsilon;
+  return s;
+}
+
+template <class T>
+void sinkhorn_plan(const Matrix<const T>& C, const Vector<const double>& a, const Vector<const double>& b,
+                   const Vector<const T>& f, const Vector<const T>& g, double epsilon, bool normalise,
+                   const Matrix<T>& plan) {
+  const auto n = static_cast<std::int64_t>(C.extent(0));
+  const auto m = static_cast<std::int64_t>(C.extent(1));
+  check_marginal(a, n, "a");
+  check_marginal(b, m, "b");
+  auto host_a = Kokkos::create_mirror_view_and_copy(HostSpace(), a);
+  auto host_b = Kokkos::create_mirror_view_and_copy(HostSpace(), b);
+  double sa = 0, sb = 0;
+  for (std::int64_t i = 0; i < n; ++i) sa += host_a(i);
+  for (std::int64_t j = 0; j < m; ++j) sb += host_b(j);
+  const double ka = normalise ? 1.0 / sa : 1.0, kb = normalise ? 1.0 / sb : 1.0;
+  const double inv_eps = 1.0 / epsilon;
+  Kokkos::parallel_for(
+      "kotml::ot::sinkhorn_plan", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {n, m}),
+      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j) {
+        const double w = a(i) * ka * b(j) * kb;
+        plan(i, j) = w > 0 ? static_cast<T>(w * kmath::exp((static_cast<double>(f(i)) + static_cast<double>(g(j)) -
+                                                             static_cast<double>(C(i, j))) * inv_eps))
+                           : T(0);
+      });
+  Kokkos::fence();
+}
+
+#define KOTML_OT_INSTANTIATE_SINKHORN(T)                                                             \
+  template struct SinkhornBatchResult<T>;                                                           \
+  template SinkhornBatchResult<T> sinkhorn<T>(const CloudBatch<T>&, const std::vector<Pair>&, Cost,  \
+                                              const SinkhornOptions&, const SinkhornWarmStart<T>*); \
+  template class DenseSinkhorn<T>;                                                                  \
+  template void sinkhorn_plan<T>(const Matrix<const T>&, const Vector<const double>&,               \
+                                 const Vector<const double>&, const Vector<const T>&,               \
+                                 const Vector<const T>&, double, bool, const Matrix<T>&);
+
+KOTML_OT_INSTANTIATE_SINKHORN(float)
+KOTML_OT_INSTANTIATE_SINKHORN(double)
+
+}  // namespace kotml::ot

@@ -1,0 +1,457 @@
+#include "sinkhorn_engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+namespace kotml::ot::detail {
+
+LinePolicy line_policy(std::int64_t blocks) {
+  if constexpr (std::is_same<ExecSpace::memory_space, HostSpace>::value)
+    return LinePolicy(static_cast<int>(blocks), 1, 1);
+  else
+    return LinePolicy(static_cast<int>(blocks), Kokkos::AUTO, 32);
+}
+
+void SlotTable::add(std::int64_t problem_id, std::int64_t cost_at, std::int64_t row_at,
+                    std::int64_t col_at, std::int64_t n, std::int64_t m, std::int64_t source_at,
+                    std::int64_t target_at) {
+  problem.push_back(problem_id);
+  cost_offset.push_back(cost_at);
+  row_begin.push_back(row_at);
+  col_begin.push_back(col_at);
+  rows.push_back(n);
+  cols.push_back(m);
+  source_point.push_back(source_at);
+  target_point.push_back(target_at);
+}
+
+namespace {
+
+Vector<std::int64_t> to_device(const std::vector<std::int64_t>& host, const char* label) {
+  Vector<std::int64_t> v(no_init(label), host.size());
+  Kokkos::deep_copy(v, Kokkos::View<const std::int64_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                           host.data(), host.size()));
+  return v;
+}
+
+}  // namespace
+
+void SlotTable::upload() {
+  d_problem = to_device(problem, "kotml::ot::slot_problem");
+  d_cost_offset = to_device(cost_offset, "kotml::ot::slot_cost_offset");
+  d_row_begin = to_device(row_begin, "kotml::ot::slot_row_begin");
+  d_col_begin = to_device(col_begin, "kotml::ot::slot_col_begin");
+  d_rows = to_device(rows, "kotml::ot::slot_rows");
+  d_cols = to_device(cols, "kotml::ot::slot_cols");
+  d_source_point = to_device(source_point, "kotml::ot::slot_source_point");
+  d_target_point = to_device(target_point, "kotml::ot::slot_target_point");
+}
+
+BlockList make_blocks(const SlotTable& slots, const std::vector<std::int64_t>& which, bool by_rows,
+                      std::int64_t entries) {
+  std::vector<std::int64_t> flat;
+  for (const std::int64_t s : which) {
+    const std::int64_t lines = by_rows ? slots.rows[s] : slots.cols[s];
+    const std::int64_t length = std::max<std::int64_t>(1, by_rows ? slots.cols[s] : slots.rows[s]);
+    const std::int64_t per_block = std::clamp<std::int64_t>((entries + length - 1) / length, 1,
+                                                            std::max<std::int64_t>(lines, 1));
+    for (std::int64_t begin = 0; begin < lines; begin += per_block) {
+      flat.push_back(s);
+      flat.push_back(begin);
+      flat.push_back(std::min(lines, begin + per_block));
+    }
+  }
+  BlockList blocks(no_init("kotml::ot::line_blocks"), flat.size() / 3);
+  auto host = Kokkos::create_mirror_view(blocks);
+  for (std::size_t b = 0; b < flat.size() / 3; ++b)
+    for (int k = 0; k < 3; ++k) host(b, k) = flat[3 * b + static_cast<std::size_t>(k)];
+  Kokkos::deep_copy(blocks, host);
+  return blocks;
+}
+
+template <class T>
+void SinkhornState<T>::allocate(std::int64_t rows, std::int64_t cols) {
+  a = Vector<T>(no_init("kotml::ot::sinkhorn_a"), rows);
+  log_a = Vector<T>(no_init("kotml::ot::sinkhorn_log_a"), rows);
+  f = Vector<T>("kotml::ot::sinkhorn_f", rows);
+  fa = Vector<T>(no_init("kotml::ot::sinkhorn_fa"), rows);
+  lse_row = Vector<T>(no_init("kotml::ot::sinkhorn_lse_row"), rows);
+  b = Vector<T>(no_init("kotml::ot::sinkhorn_b"), cols);
+  log_b = Vector<T>(no_init("kotml::ot::sinkhorn_log_b"), cols);
+  g = Vector<T>("kotml::ot::sinkhorn_g", cols);
+  gb = Vector<T>(no_init("kotml::ot::sinkhorn_gb"), cols);
+  lse_col = Vector<T>(no_init("kotml::ot::sinkhorn_lse_col"), cols);
+  row_err = Vector<double>("kotml::ot::sinkhorn_row_err", rows);
+  row_cost = Vector<double>("kotml::ot::sinkhorn_row_cost", rows);
+}
+
+void SinkhornOutputs::allocate(std::int64_t problems) {
+  cost = Vector<double>("kotml::ot::sinkhorn_cost", problems);
+  objective = Vector<double>("kotml::ot::sinkhorn_objective", problems);
+  marginal_error = Vector<double>("kotml::ot::sinkhorn_marginal_error", problems);
+  iterations = Vector<std::int32_t>("kotml::ot::sinkhorn_iterations", problems);
+  status = Vector<std::int32_t>("kotml::ot::sinkhorn_status", problems);
+}
+
+// ------------------------------------------------------------------- kernels
+
+/// One half-step: every line (row of `cost`) of the blocks gets
+///   pot ← −τ ε LSE_j(h_j − c_j/ε),  scaled ← pot/ε + log w,
+/// where h is the other side's scaled potential. With `check`, also the line's
+/// change of marginal, w·|exp(pot_old/ε + LSE) − exp(pot_new/ε + LSE)|.
+template <class T>
+struct HalfStep {
+  BlockList blocks;
+  Vector<const T> cost;
+  Vector<const std::int64_t> cost_offset, line_begin, other_begin, other_count;
+  Vector<const T> other_scaled, weight, log_weight;
+  Vector<T> potential, scaled;
+  Vector<double> line_err;
+  T epsilon, inv_epsilon, tau;
+  bool check;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t first = blocks(team.league_rank(), 1);
+    const std::int64_t last = blocks(team.league_rank(), 2);
+    const std::int64_t length = other_count(slot);
+    const T* base = cost.data() + cost_offset(slot);
+    const T* h = other_scaled.data() + other_begin(slot);
+    const std::int64_t at = line_begin(slot);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const std::int64_t i) {
+      const T lse = row_lse(team, base + i * length, h, length, inv_epsilon);
+      const std::int64_t r = at + i;
+      const T updated = -tau * epsilon * lse;
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        if (check) {
+          double change = 0;
+          const double w = static_cast<double>(weight(r));
+          if (w > 0) {
+            const double s = static_cast<double>(inv_epsilon);
+            change = w * kmath::fabs(kmath::exp(static_cast<double>(potential(r)) * s + lse) -
+                                     kmath::exp(static_cast<double>(updated) * s + lse));
+          }
+          line_err(r) = change;
+        }
+        potential(r) = updated;
+        scaled(r) = updated * inv_epsilon + log_weight(r);
+      });
+    });
+  }
+};
+
+/// scaled ← pot/ε + log w over the lines of the blocks.
+template <class T>
+struct Rescale {
+  BlockList blocks;
+  Vector<const std::int64_t> line_begin;
+  Vector<const T> potential, log_weight;
+  Vector<T> scaled;
+  T inv_epsilon;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t at = line_begin(slot);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1),
+                                                 blocks(team.league_rank(), 2)),
+                         [&](const std::int64_t i) {
+                           scaled(at + i) = potential(at + i) * inv_epsilon + log_weight(at + i);
+                         });
+  }
+};
+
+/// Per-slot sum of the line errors, in line order.
+struct SumErrors {
+  Vector<const std::int64_t> which, row_begin, rows;
+  Vector<const double> line_err;
+  Vector<double> slot_err;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t k) const {
+    const std::int64_t s = which(k);
+    double sum = 0;
+    for (std::int64_t i = 0; i < rows(s); ++i) sum += line_err(row_begin(s) + i);
+    slot_err(s) = sum;
+  }
+};
+
+/// Final pass over lines: the line's LSE, and for rows its part of <P,C>
+/// (summed in column order) and, if asked, its row of the plan.
+template <class T>
+struct EvaluateLines {
+  BlockList blocks;
+  Vector<const T> cost;
+  Vector<const std::int64_t> cost_offset, line_begin, other_begin, other_count;
+  Vector<const T> scaled, other_scaled;
+  Vector<T> lse;
+  Vector<double> line_cost;  // empty for the column pass
+  Vector<T> plan;            // empty unless plans are kept
+  Vector<const std::int64_t> plan_offset, problem;
+  T inv_epsilon;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t length = other_count(slot);
+    const T* base = cost.data() + cost_offset(slot);
+    const T* h = other_scaled.data() + other_begin(slot);
+    const std::int64_t at = line_begin(slot);
+    const bool with_cost = line_cost.extent(0) > 0;
+    const bool with_plan = plan.extent(0) > 0;
+    T* plan_base = with_plan ? plan.data() + plan_offset(problem(slot)) : nullptr;
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
+        [&](const std::int64_t i) {
+          const T* c = base + i * length;
+          const T value = row_lse(team, c, h, length, inv_epsilon);
+          const T own = scaled(at + i);
+          double part = 0;
+          if (with_cost) {
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, length),
+                [&](const std::int64_t j, double& local) {
+                  const T p = fast_exp(own + h[j] - inv_epsilon * c[j]);
+                  if (with_plan) plan_base[i * length + j] = p;
+                  local += static_cast<double>(p) * static_cast<double>(c[j]);
+                },
+                part);
+          }
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            lse(at + i) = value;
+            if (with_cost) line_cost(at + i) = part;
+          });
+        });
+  }
+};
+
+/// ∂objective/∂(projected point) for each line's point:
+///   Σ_j P_ij ∂C_ij/∂x_i = Σ_j w_ij (x_i − y_j),
+/// w = P/C (euclidean; 0 where C = 0) or 2P (sqeuclidean), summed in j order.
+template <class T>
+struct LineGradients {
+  BlockList blocks;
+  Vector<const T> cost;
+  Vector<const std::int64_t> cost_offset, line_begin, other_begin, other_count, line_point, other_point;
+  Vector<const T> scaled, other_scaled;
+  Matrix<const T> points;
+  Matrix<double> gradient;
+  T inv_epsilon;
+  bool squared;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t length = other_count(slot);
+    const T* base = cost.data() + cost_offset(slot);
+    const T* h = other_scaled.data() + other_begin(slot);
+    const std::int64_t at = line_begin(slot);
+    const int dim = static_cast<int>(points.extent(1));
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
+        [&](const std::int64_t i) {
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            const T* c = base + i * length;
+            const T own = scaled(at + i);
+            const std::int64_t r = at + i;
+            const std::int64_t x = line_point(slot) + i;
+            for (int k = 0; k < dim; ++k) gradient(r, k) = 0;
+            for (std::int64_t j = 0; j < length; ++j) {
+              const double p = static_cast<double>(fast_exp(own + h[j] - inv_epsilon * c[j]));
+              double w;
+              if (squared)
+                w = 2 * p;
+              else
+                w = c[j] > T(0) ? p / static_cast<double>(c[j]) : 0.0;
+              if (w == 0) continue;
+              const std::int64_t y = other_point(slot) + j;
+              for (int k = 0; k < dim; ++k)
+                gradient(r, k) += w * (static_cast<double>(points(x, k)) - static_cast<double>(points(y, k)));
+            }
+          });
+        });
+  }
+};
+
+/// Per-slot totals from the final LSEs: marginals, error, cost, objective, status.
+template <class T>
+struct Finalize {
+  Vector<const std::int64_t> problem, row_begin, col_begin, rows, cols;
+  Vector<const T> a, b, f, g, lse_row, lse_col;
+  Vector<const double> row_cost;
+  Vector<double> cost, objective, marginal_error;
+  Vector<std::int32_t> status;
+  double epsilon, tau_a, tau_b;
+
+  // Contribution of one side: Σ|r − r_upd|, Σ r, Σ pot·r, KL(r | w) parts, Σ w.
+  struct Side {
+    double err = 0, mass = 0, dual = 0, kl = 0, weight = 0;
+  };
+
+  KOKKOS_INLINE_FUNCTION Side side(std::int64_t at, std::int64_t count, const Vector<const T>& w,
+                                   const Vector<const T>& pot, const Vector<const T>& lse, double tau) const {
+    Side s;
+    const double inv_eps = 1.0 / epsilon;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double wi = static_cast<double>(w(at + i));
+      s.weight += wi;
+      if (!(wi > 0)) continue;
+      const double l = static_cast<double>(lse(at + i));
+      const double marginal = wi * kmath::exp(static_cast<double>(pot(at + i)) * inv_eps + l);
+      const double updated = wi * kmath::exp((1.0 - tau) * l);
+      s.err += kmath::fabs(marginal - updated);
+      s.mass += marginal;
+      s.dual += static_cast<double>(pot(at + i)) * marginal;
+      if (tau < 1.0) s.kl += (marginal > 0 ? marginal * kmath::log(marginal / wi) : 0.0) - marginal + wi;
+    }
+    return s;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t slot) const {
+    const Side r = side(row_begin(slot), rows(slot), a, f, lse_row, tau_a);
+    const Side c = side(col_begin(slot), cols(slot), b, g, lse_col, tau_b);
+    double transport = 0;
+    for (std::int64_t i = 0; i < rows(slot); ++i) transport += row_cost(row_begin(slot) + i);
+    double value = r.dual + c.dual - epsilon * r.mass + epsilon * r.weight * c.weight;
+    if (tau_a < 1.0) value += epsilon * tau_a / (1.0 - tau_a) * r.kl;
+    if (tau_b < 1.0) value += epsilon * tau_b / (1.0 - tau_b) * c.kl;
+    const std::int64_t u = problem(slot);
+    cost(u) = transport;
+    objective(u) = value;
+    marginal_error(u) = r.err + c.err;
+    if (!kmath::isfinite(transport) || !kmath::isfinite(value) || !kmath::isfinite(r.err + c.err))
+      status(u) = static_cast<std::int32_t>(SolveStatus::numerical_error);
+  }
+};
+
+// ------------------------------------------------------------------- driver
+
+template <class T>
+void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vector<const T>& cost_t,
+                  SinkhornState<T>& state, const SinkhornOptions& options, double epsilon,
+                  SinkhornOutputs& out, const Vector<T>& plan, const Vector<const std::int64_t>& plan_offset,
+                  Cost cost_kind, const Matrix<const T>& points, const Matrix<double>& source_gradient,
+                  const Matrix<double>& target_gradient) {
+  const std::int64_t n_slots = slots.count();
+  if (n_slots == 0) return;
+  const T eps = static_cast<T>(epsilon);
+  const T inv_eps = static_cast<T>(1.0 / epsilon);
+
+  std::vector<std::int64_t> active(static_cast<std::size_t>(n_slots));
+  for (std::int64_t s = 0; s < n_slots; ++s) active[static_cast<std::size_t>(s)] = s;
+  auto row_blocks = make_blocks(slots, active, true);
+  auto col_blocks = make_blocks(slots, active, false);
+
+  Kokkos::parallel_for("kotml::ot::sinkhorn_scale_g", line_policy(col_blocks.extent(0)),
+                       Rescale<T>{col_blocks, slots.d_col_begin, state.g, state.log_b, state.gb, inv_eps});
+
+  HalfStep<T> row_step{row_blocks,         cost,        slots.d_cost_offset, slots.d_row_begin,
+                       slots.d_col_begin,  slots.d_cols, state.gb,           state.a,
+                       state.log_a,        state.f,      state.fa,           state.row_err,
+                       eps,                inv_eps,      static_cast<T>(options.tau_a), false};
+  HalfStep<T> col_step{col_blocks,         cost_t,      slots.d_cost_offset, slots.d_col_begin,
+                       slots.d_row_begin,  slots.d_rows, state.fa,           state.b,
+                       state.log_b,        state.g,      state.gb,           state.row_err,
+                       eps,                inv_eps,      static_cast<T>(options.tau_b), false};
+
+  Vector<double> slot_err("kotml::ot::sinkhorn_slot_err", n_slots);
+  auto slot_err_host = Kokkos::create_mirror_view(slot_err);
+  Vector<std::int64_t> active_device("kotml::ot::sinkhorn_active", n_slots);
+  std::vector<std::int32_t> iterations(static_cast<std::size_t>(n_slots), 0);
+  std::vector<std::int32_t> status(static_cast<std::size_t>(n_slots),
+                                   static_cast<std::int32_t>(SolveStatus::max_iter));
+
+  for (int it = 0; it < options.max_iter && !active.empty(); ++it) {
+    const bool check = it > 0 && it % options.check_every == 0;
+    row_step.check = check;
+    Kokkos::parallel_for("kotml::ot::sinkhorn_update_f", line_policy(row_step.blocks.extent(0)), row_step);
+    if (check) {
+      auto which_host = Kokkos::View<const std::int64_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          active.data(), active.size());
+      auto which = Kokkos::subview(active_device, std::make_pair<std::size_t, std::size_t>(0, active.size()));
+      Kokkos::deep_copy(which, which_host);
+      Kokkos::parallel_for("kotml::ot::sinkhorn_sum_errors",
+                           Kokkos::RangePolicy<ExecSpace>(0, static_cast<std::int64_t>(active.size())),
+                           SumErrors{which, slots.d_row_begin, slots.d_rows, state.row_err, slot_err});
+    }
+    Kokkos::parallel_for("kotml::ot::sinkhorn_update_g", line_policy(col_step.blocks.extent(0)), col_step);
+    for (const std::int64_t s : active) iterations[static_cast<std::size_t>(s)] = it + 1;
+    if (check) {
+      Kokkos::deep_copy(slot_err_host, slot_err);
+      std::vector<std::int64_t> still;
+      for (const std::int64_t s : active) {
+        const double err = slot_err_host(s);
+        if (!std::isfinite(err)) {
+          status[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(SolveStatus::numerical_error);
+        } else if (err < options.tol) {
+          status[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(SolveStatus::optimal);
+        } else {
+          still.push_back(s);
+        }
+      }
+      if (still.size() != active.size()) {
+        active.swap(still);
+        if (!active.empty()) {
+          row_step.blocks = make_blocks(slots, active, true);
+          col_step.blocks = make_blocks(slots, active, false);
+        }
+      }
+    }
+  }
+
+  // Status and iterations per problem.
+  {
+    auto iter_host = Kokkos::create_mirror_view(out.iterations);
+    auto status_host = Kokkos::create_mirror_view(out.status);
+    Kokkos::deep_copy(iter_host, out.iterations);
+    Kokkos::deep_copy(status_host, out.status);
+    for (std::int64_t s = 0; s < n_slots; ++s) {
+      iter_host(slots.problem[static_cast<std::size_t>(s)]) = iterations[static_cast<std::size_t>(s)];
+      status_host(slots.problem[static_cast<std::size_t>(s)]) = status[static_cast<std::size_t>(s)];
+    }
+    Kokkos::deep_copy(out.iterations, iter_host);
+    Kokkos::deep_copy(out.status, status_host);
+  }
+
+  // Evaluation of the returned state on every slot.
+  Vector<T> no_plan;
+  EvaluateLines<T> rows_eval{row_blocks,     cost,          slots.d_cost_offset, slots.d_row_begin,
+                             slots.d_col_begin, slots.d_cols, state.fa,          state.gb,
+                             state.lse_row,  state.row_cost, plan,               plan_offset,
+                             slots.d_problem, inv_eps};
+  EvaluateLines<T> cols_eval{col_blocks,     cost_t,        slots.d_cost_offset, slots.d_col_begin,
+                             slots.d_row_begin, slots.d_rows, state.gb,          state.fa,
+                             state.lse_col,  Vector<double>(), no_plan,          plan_offset,
+                             slots.d_problem, inv_eps};
+  Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_rows", line_policy(row_blocks.extent(0)), rows_eval);
+  Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_cols", line_policy(col_blocks.extent(0)), cols_eval);
+  Kokkos::parallel_for("kotml::ot::sinkhorn_finalize", Kokkos::RangePolicy<ExecSpace>(0, n_slots),
+                       Finalize<T>{slots.d_problem, slots.d_row_begin, slots.d_col_begin, slots.d_rows,
+                                   slots.d_cols, state.a, state.b, state.f, state.g, state.lse_row,
+                                   state.lse_col, state.row_cost, out.cost, out.objective,
+                                   out.marginal_error, out.status, epsilon, options.tau_a, options.tau_b});
+
+  if (points.extent(0) > 0) {
+    const bool squared = cost_kind == Cost::sqeuclidean;
+    Kokkos::parallel_for("kotml::ot::sinkhorn_source_gradients", line_policy(row_blocks.extent(0)),
+                         LineGradients<T>{row_blocks, cost, slots.d_cost_offset, slots.d_row_begin,
+                                          slots.d_col_begin, slots.d_cols, slots.d_source_point,
+                                          slots.d_target_point, state.fa, state.gb, points,
+                                          source_gradient, inv_eps, squared});
+    Kokkos::parallel_for("kotml::ot::sinkhorn_target_gradients", line_policy(col_blocks.extent(0)),
+                         LineGradients<T>{col_blocks, cost_t, slots.d_cost_offset, slots.d_col_begin,
+                                          slots.d_row_begin, slots.d_rows, slots.d_target_point,
+                                          slots.d_source_point, state.gb, state.fa, points,
+                                          target_gradient, inv_eps, squared});
+  }
+  Kokkos::fence();
+}
+
+#define KOTML_OT_INSTANTIATE_ENGINE(T)                                                              \
+  template struct SinkhornState<T>;                                                                \
+  template void run_sinkhorn<T>(const SlotTable&, const Vector<const T>&, const Vector<const T>&,  \
+                                SinkhornState<T>&, const SinkhornOptions&, double, SinkhornOutputs&, \
+                                const Vector<T>&, const Vector<const std::int64_t>&, Cost,          \
+                                const Matrix<const T>&, const Matrix<double>&, const Matrix<double>&);
+
+KOTML_OT_INSTANTIATE_ENGINE(float)
+KOTML_OT_INSTANTIATE_ENGINE(double)
+
+}  // namespace kotml::ot::detail

@@ -1,0 +1,86 @@
+#pragma once
+// The log-domain Sinkhorn engine shared by the batch solver (costs from point
+// clouds) and the dense solver (one given cost matrix).
+//
+// A "slot" is one problem whose cost (n×m, row-major) and transposed cost (m×n)
+// are stored; its rows and columns own ranges of flat per-row and per-column
+// arrays (potentials, weights). Work is split into blocks of consecutive rows (or
+// columns) of one slot, one Kokkos team per block, so a batch of small problems
+// and one large problem both fill the machine. Each row's log-sum-exp is one
+// fixed sequence of operations (row_lse.hpp) and per-row partial results are
+// summed per slot in row order: the result of a slot does not depend on the
+// block size, the team size, the thread count or the other slots.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "kotml/core/math.hpp"
+#include "kotml/core/types.hpp"
+#include "kotml/ot/batch.hpp"
+#include "kotml/ot/cost.hpp"
+#include "kotml/ot/fast_exp.hpp"
+#include "kotml/ot/sinkhorn.hpp"
+#include "row_lse.hpp"
+
+namespace kotml::ot::detail {
+
+/// Blocks of consecutive lines: {slot, first line, one past the last line}.
+using BlockList = Kokkos::View<std::int64_t* [3], MemSpace>;
+using LinePolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+using LineMember = LinePolicy::member_type;
+
+/// One team thread per line on CPUs (vectorisation happens inside the line);
+/// on GPUs a team of threads, each with 32 vector lanes sharing a line.
+LinePolicy line_policy(std::int64_t blocks);
+
+/// Per-slot description, on the device and on the host.
+struct SlotTable {
+  std::vector<std::int64_t> problem, cost_offset, row_begin, col_begin, rows, cols;
+  std::vector<std::int64_t> source_point, target_point;  // first pool row of each side (clouds only)
+  Vector<std::int64_t> d_problem, d_cost_offset, d_row_begin, d_col_begin, d_rows, d_cols;
+  Vector<std::int64_t> d_source_point, d_target_point;
+
+  std::int64_t count() const { return static_cast<std::int64_t>(problem.size()); }
+  void add(std::int64_t problem_id, std::int64_t cost_at, std::int64_t row_at, std::int64_t col_at,
+           std::int64_t n, std::int64_t m, std::int64_t source_at = 0, std::int64_t target_at = 0);
+  /// Copies the host vectors to the device.
+  void upload();
+};
+
+/// Blocks over the rows (by_rows) or columns of the listed slots, sized so that
+/// a block covers about `entries` cost entries.
+BlockList make_blocks(const SlotTable& slots, const std::vector<std::int64_t>& which, bool by_rows,
+                      std::int64_t entries = 32768);
+
+/// Flat per-row and per-column state of a batch (all problems, not only a chunk).
+template <class T>
+struct SinkhornState {
+  Vector<T> a, log_a, f, fa, lse_row;  // rows: weight, log weight, potential, f/ε + log a, final LSE
+  Vector<T> b, log_b, g, gb, lse_col;  // columns
+  Vector<double> row_err, row_cost;    // rows: per-row error at a check, per-row <P,C> part
+
+  void allocate(std::int64_t rows, std::int64_t cols);
+};
+
+/// Per-problem outputs (indexed by problem id).
+struct SinkhornOutputs {
+  Vector<double> cost, objective, marginal_error;
+  Vector<std::int32_t> iterations, status;
+  void allocate(std::int64_t problems);
+};
+
+/// Runs the iterations on every slot of `slots`, whose costs are in cost /
+/// cost_t at the slots' cost offsets, from the potentials in `state` (f is not
+/// needed; g is). Then evaluates cost, objective, marginal error and status into
+/// `out`, fills plans if `plan` is given (at plan_offset[problem]), and point
+/// gradients if `points` is given.
+template <class T>
+void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vector<const T>& cost_t,
+                  SinkhornState<T>& state, const SinkhornOptions& options, double epsilon,
+                  SinkhornOutputs& out, const Vector<T>& plan, const Vector<const std::int64_t>& plan_offset,
+                  Cost cost_kind, const Matrix<const T>& points, const Matrix<double>& source_gradient,
+                  const Matrix<double>& target_gradient);
+
+}  // namespace kotml::ot::detail

@@ -1,0 +1,474 @@
+// Log-domain Sinkhorn: values against POT, invariants (marginals, plan and
+// potentials agree), gradients against finite differences, batched results equal
+// to one-at-a-time results bit for bit, warm starts, degenerate inputs.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+
+#include "kotml/core/error.hpp"
+#include "kotml/ot/gradient.hpp"
+#include "kotml/ot/sinkhorn.hpp"
+#include "ot_test_support.hpp"
+
+namespace kotml::ot {
+namespace {
+
+using test::Case;
+using test::relative_error;
+using test::to_host;
+
+SinkhornOptions options_for(const Case& c, double tol) {
+  SinkhornOptions o;
+  if (c.relative > 0) {
+    o.epsilon = c.relative;
+    o.relative_epsilon = true;
+  } else {
+    o.epsilon = c.epsilon;
+  }
+  o.tau_a = c.tau_a;
+  o.tau_b = c.tau_b;
+  o.tol = tol;
+  o.max_iter = 200000;
+  return o;
+}
+
+template <class T>
+void check_against_pot(double tol, double cost_tol, double marginal_tol, double epsilon_tol) {
+  for (const Case& c : test::load_cases("sinkhorn")) {
+    SCOPED_TRACE(c.name);
+    auto clouds = test::batch_of<T>(c);
+    SinkhornOptions o = options_for(c, tol);
+    o.keep_plan = true;
+    auto r = sinkhorn<T>(clouds, {{0, 1}}, c.cost, o);
+    const SinkhornSummary s = r.summary(0);
+    EXPECT_EQ(s.status, SolveStatus::optimal);
+    EXPECT_LE(relative_error(s.epsilon, c.epsilon), epsilon_tol);
+    EXPECT_LE(relative_error(s.cost, c.expected_cost), cost_tol) << s.cost << " vs " << c.expected_cost;
+    EXPECT_LE(relative_error(s.objective, c.expected_objective), cost_tol)
+        << s.objective << " vs " << c.expected_objective;
+    auto plan = to_host(r.plan);
+    for (std::int64_t i = 0; i < c.n; ++i) {
+      double row = 0;
+      for (std::int64_t j = 0; j < c.m; ++j) row += plan(i * c.m + j);
+      EXPECT_NEAR(row, c.row_marginal[static_cast<std::size_t>(i)], marginal_tol) << "row " << i;
+    }
+    for (std::int64_t j = 0; j < c.m; ++j) {
+      double col = 0;
+      for (std::int64_t i = 0; i < c.n; ++i) col += plan(i * c.m + j);
+      EXPECT_NEAR(col, c.col_marginal[static_cast<std::size_t>(j)], marginal_tol) << "col " << j;
+    }
+  }
+}
+
+TEST(Sinkhorn, MatchesPotInDouble) { check_against_pot<double>(1e-13, 1e-9, 1e-10, 1e-12); }
+
+// Float points shift the mean cost (relative ε) by float rounding.
+TEST(Sinkhorn, MatchesPotInFloat) { check_against_pot<float>(2e-6, 2e-5, 5e-6, 1e-6); }
+
+TEST(Sinkhorn, ReportedMarginalErrorMatchesThePlan) {
+  for (const Case& c : test::load_cases("sinkhorn")) {
+    if (c.tau_a < 1 || c.tau_b < 1) continue;
+    SCOPED_TRACE(c.name);
+    auto clouds = test::batch_of<double>(c);
+    SinkhornOptions o = options_for(c, 1e-4);  // stop early: the error is visible
+    o.check_every = 1;
+    o.keep_plan = true;
+    auto r = sinkhorn<double>(clouds, {{0, 1}}, c.cost, o);
+    auto plan = to_host(r.plan);
+    const double sa = std::accumulate(c.a.begin(), c.a.end(), 0.0);
+    const double sb = std::accumulate(c.b.begin(), c.b.end(), 0.0);
+    double err = 0, transport = 0;
+    auto C = test::host_cost(c);
+    for (std::int64_t i = 0; i < c.n; ++i) {
+      double row = 0;
+      for (std::int64_t j = 0; j < c.m; ++j) {
+        row += plan(i * c.m + j);
+        transport += plan(i * c.m + j) * C(i, j);
+      }
+      err += std::fabs(row - c.a[static_cast<std::size_t>(i)] / sa);
+    }
+    for (std::int64_t j = 0; j < c.m; ++j) {
+      double col = 0;
+      for (std::int64_t i = 0; i < c.n; ++i) col += plan(i * c.m + j);
+      err += std::fabs(col - c.b[static_cast<std::size_t>(j)] / sb);
+    }
+    const SinkhornSummary s = r.summary(0);
+    EXPECT_NEAR(s.marginal_error, err, 1e-12 + 1e-6 * err);
+    EXPECT_LE(relative_error(s.cost, transport), 1e-13);
+    EXPECT_LT(s.marginal_error, 1e-4);
+  }
+}
+
+TEST(Sinkhorn, DenseSolverEqualsBatchSolverBitwise) {
+  for (const Case& c : test::load_cases("sinkhorn")) {
+    SCOPED_TRACE(c.name);
+    auto clouds = test::batch_of<double>(c);
+    const SinkhornOptions o = options_for(c, 1e-12);
+    auto r = sinkhorn<double>(clouds, {{0, 1}}, c.cost, o);
+    auto host = test::host_cost(c);
+    Matrix<double> C("C", c.n, c.m);
+    Kokkos::deep_copy(C, host);
+    Vector<double> f("f", c.n), g("g", c.m);
+    DenseSinkhorn<double> dense;
+    const SinkhornSummary d =
+        dense.solve(C, test::device_vector(c.a), test::device_vector(c.b), o, f, g);
+    const SinkhornSummary s = r.summary(0);
+    EXPECT_EQ(d.cost, s.cost);
+    EXPECT_EQ(d.objective, s.objective);
+    EXPECT_EQ(d.iterations, s.iterations);
+    EXPECT_EQ(d.epsilon, s.epsilon);
+    auto f1 = to_host(f), f2 = to_host(r.f);
+    for (std::int64_t i = 0; i < c.n; ++i) EXPECT_EQ(f1(i), f2(i));
+  }
+}
+
+// A batch of clouds of different sizes and the pairs between them, with a pair
+// from a cloud to itself.
+struct RandomBatch {
+  std::vector<std::vector<double>> points;
+  std::vector<std::vector<double>> weights;
+  std::vector<Pair> pairs{{0, 1}, {1, 2}, {3, 0}, {2, 2}, {4, 1}, {0, 4}, {3, 2}};
+  int dim = 3;
+  RandomBatch() {
+    const std::int64_t sizes[5] = {17, 23, 9, 31, 12};
+    for (int c = 0; c < 5; ++c) {
+      points.push_back(test::normal_points(sizes[c], dim, 100 + static_cast<std::uint64_t>(c), 0.2 * c));
+      std::vector<double> w(static_cast<std::size_t>(sizes[c]));
+      random::Stream s(7, random::Purpose::test_data, 200 + static_cast<std::uint64_t>(c));
+      for (auto& x : w) x = 0.2 + s.uniform();
+      weights.push_back(w);
+    }
+  }
+  template <class T>
+  CloudBatch<T> clouds(const std::vector<int>& which) const {
+    std::vector<std::vector<T>> p;
+    std::vector<std::vector<double>> w;
+    for (int c : which) {
+      p.push_back(test::cast_to<T>(points[static_cast<std::size_t>(c)]));
+      w.push_back(weights[static_cast<std::size_t>(c)]);
+    }
+    return make_cloud_batch<T>(p, dim, w);
+  }
+};
+
+template <class T>
+void check_batched_equals_single(Cost cost, double tau) {
+  RandomBatch rb;
+  SinkhornOptions o;
+  o.epsilon = 0.3;
+  o.tau_a = o.tau_b = tau;
+  o.tol = std::is_same<T, float>::value ? 1e-5 : 1e-11;
+  o.max_iter = 5000;
+  o.point_gradients = cost != Cost::cosine;
+  auto all = rb.clouds<T>({0, 1, 2, 3, 4});
+  auto batch = sinkhorn<T>(all, rb.pairs, cost, o);
+  SinkhornOptions small = o;
+  small.workspace_bytes = 1;  // one problem per chunk
+  auto chunked = sinkhorn<T>(all, rb.pairs, cost, small);
+  auto bs = batch.summaries(), cs = chunked.summaries();
+  auto bf = to_host(batch.f), bg = to_host(batch.g), cf = to_host(chunked.f);
+  for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
+    SCOPED_TRACE("pair " + std::to_string(u));
+    EXPECT_EQ(bs[u].cost, cs[u].cost);
+    EXPECT_EQ(bs[u].iterations, cs[u].iterations);
+    const Pair p = rb.pairs[u];
+    auto alone_clouds = p.source == p.target ? rb.clouds<T>({p.source}) : rb.clouds<T>({p.source, p.target});
+    const Pair alone_pair = p.source == p.target ? Pair{0, 0} : Pair{0, 1};
+    auto alone = sinkhorn<T>(alone_clouds, {alone_pair}, cost, o);
+    const SinkhornSummary s = alone.summary(0);
+    EXPECT_EQ(bs[u].cost, s.cost);
+    EXPECT_EQ(bs[u].objective, s.objective);
+    EXPECT_EQ(bs[u].marginal_error, s.marginal_error);
+    EXPECT_EQ(bs[u].iterations, s.iterations);
+    EXPECT_EQ(bs[u].status, SolveStatus::optimal);
+    auto af = to_host(alone.f), ag = to_host(alone.g);
+    for (std::int64_t i = 0; i < batch.layout.rows(static_cast<std::int64_t>(u)); ++i) {
+      EXPECT_EQ(bf(batch.layout.row_offset[u] + i), af(i));
+      EXPECT_EQ(cf(batch.layout.row_offset[u] + i), af(i));
+    }
+    for (std::int64_t j = 0; j < batch.layout.cols(static_cast<std::int64_t>(u)); ++j)
+      EXPECT_EQ(bg(batch.layout.col_offset[u] + j), ag(j));
+    if (o.point_gradients) {
+      auto bgrad = to_host(batch.source_gradient), agrad = to_host(alone.source_gradient);
+      for (std::int64_t i = 0; i < batch.layout.rows(static_cast<std::int64_t>(u)); ++i)
+        for (int k = 0; k < rb.dim; ++k) EXPECT_EQ(bgrad(batch.layout.row_offset[u] + i, k), agrad(i, k));
+    }
+  }
+}
+
+TEST(Sinkhorn, BatchedEqualsOneAtATimeBitwise) {
+  check_batched_equals_single<double>(Cost::euclidean, 1.0);
+  check_batched_equals_single<double>(Cost::sqeuclidean, 0.7);
+  check_batched_equals_single<float>(Cost::sqeuclidean, 1.0);
+  check_batched_equals_single<float>(Cost::cosine, 1.0);
+}
+
+TEST(Sinkhorn, RelativeEpsilonIsAFractionOfTheBatchMeanCost) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<double>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.epsilon = 0.5;
+  o.relative_epsilon = true;
+  auto r = sinkhorn<double>(clouds, rb.pairs, Cost::euclidean, o);
+  double total = 0, entries = 0;
+  for (const Pair& p : rb.pairs) {
+    const auto& x = rb.points[static_cast<std::size_t>(p.source)];
+    const auto& y = rb.points[static_cast<std::size_t>(p.target)];
+    const std::size_t n = x.size() / 3, m = y.size() / 3;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < m; ++j)
+        total += ground_cost<double>(Cost::euclidean, &x[3 * i], &y[3 * j], 3, 0.0, 0.0);
+    entries += static_cast<double>(n * m);
+  }
+  EXPECT_LE(relative_error(r.epsilon, 0.5 * total / entries), 1e-12);
+}
+
+// Objective of one dense problem as a function of its cost.
+double dense_objective(const HostMatrix<double>& host, const Case& c, const SinkhornOptions& o,
+                       HostMatrix<double>* plan = nullptr) {
+  Matrix<double> C("C", c.n, c.m);
+  Kokkos::deep_copy(C, host);
+  Vector<double> f("f", c.n), g("g", c.m);
+  Matrix<double> P("P", c.n, c.m);
+  SinkhornOptions with_plan = o;
+  with_plan.keep_plan = plan != nullptr;
+  DenseSinkhorn<double> solver;
+  const auto s = solver.solve(C, test::device_vector(c.a), test::device_vector(c.b), with_plan, f, g,
+                              plan ? P : Matrix<double>());
+  EXPECT_EQ(s.status, SolveStatus::optimal);
+  if (plan) *plan = to_host(P);
+  return s.objective;
+}
+
+TEST(Sinkhorn, GradientWithRespectToCostIsThePlan) {
+  for (const Case& c : test::load_cases("sinkhorn")) {
+    if (c.name != "balanced_euclidean_eps0.1" && c.name != "unbalanced_both_tau0.8" &&
+        c.name != "unbalanced_source_only_tau0.6")
+      continue;
+    SCOPED_TRACE(c.name);
+    SinkhornOptions o = options_for(c, 1e-14);
+    o.relative_epsilon = false;
+    o.epsilon = c.epsilon;
+    auto C = test::host_cost(c);
+    HostMatrix<double> plan;
+    dense_objective(C, c, o, &plan);
+    const double h = 1e-5;
+    for (auto [i, j] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 7}, {c.n - 1, c.m - 1}, {5, 2}}) {
+      auto up = HostMatrix<double>("up", c.n, c.m), down = HostMatrix<double>("down", c.n, c.m);
+      Kokkos::deep_copy(up, C);
+      Kokkos::deep_copy(down, C);
+      up(i, j) += h;
+      down(i, j) -= h;
+      const double fd = (dense_objective(up, c, o) - dense_objective(down, c, o)) / (2 * h);
+      EXPECT_NEAR(fd, plan(i, j), 1e-7 * std::max(1.0, std::fabs(plan(i, j))) + 1e-9) << i << "," << j;
+    }
+  }
+}
+
+// Objective of one cloud pair after projecting both clouds by A.
+double mapped_objective(const std::vector<double>& x, const std::vector<double>& y, std::int64_t n,
+                        std::int64_t m, int d, const std::vector<double>& a, int k, Cost cost,
+                        const SinkhornOptions& o, HostMatrix<double>* grad = nullptr) {
+  auto X = test::device_matrix<double>(x, n, d), Y = test::device_matrix<double>(y, m, d);
+  auto A = test::device_matrix<double>(a, k, d);
+  Matrix<double> pool("pool", n + m, d);
+  Kokkos::deep_copy(Kokkos::subview(pool, std::make_pair(std::int64_t(0), n), Kokkos::ALL), X);
+  Kokkos::deep_copy(Kokkos::subview(pool, std::make_pair(n, n + m), Kokkos::ALL), Y);
+  Matrix<double> Z("Z", n + m, k);
+  project<double>(pool, A, Z);
+  Vector<double> w("w", n + m);
+  std::vector<double> wh(static_cast<std::size_t>(n + m));
+  for (std::int64_t i = 0; i < n + m; ++i) wh[static_cast<std::size_t>(i)] = 1.0 + 0.1 * (i % 5);
+  w = test::device_vector(wh);
+  CloudBatch<double> clouds(Z, w, {{0, 0, n}, {n, n, m}});
+  SinkhornOptions with_grad = o;
+  with_grad.point_gradients = grad != nullptr;
+  auto r = sinkhorn<double>(clouds, {{0, 1}}, cost, with_grad);
+  if (grad) *grad = problem_map_gradient<double>(clouds, {{0, 1}}, r.layout, 0, r.source_gradient, r.target_gradient, pool);
+  return r.summary(0).objective;
+}
+
+TEST(Sinkhorn, GradientWithRespectToTheMapMatchesFiniteDifferences) {
+  const std::int64_t n = 12, m = 10;
+  const int d = 4, k = 2;
+  auto x = test::normal_points(n, d, 300);
+  auto y = test::normal_points(m, d, 301, 0.5);
+  auto a = test::normal_points(k, d, 302);
+  for (Cost cost : {Cost::euclidean, Cost::sqeuclidean})
+    for (double tau : {1.0, 0.75}) {
+      SCOPED_TRACE(std::string(cost_name(cost)) + " tau " + std::to_string(tau));
+      SinkhornOptions o;
+      o.epsilon = 0.2;
+      o.tau_a = o.tau_b = tau;
+      o.tol = 1e-15;
+      o.max_iter = 100000;
+      HostMatrix<double> grad;
+      mapped_objective(x, y, n, m, d, a, k, cost, o, &grad);
+      const double h = 1e-6;
+      for (int r = 0; r < k; ++r)
+        for (int c = 0; c < d; ++c) {
+          auto up = a, down = a;
+          up[static_cast<std::size_t>(r * d + c)] += h;
+          down[static_cast<std::size_t>(r * d + c)] -= h;
+          const double fd = (mapped_objective(x, y, n, m, d, up, k, cost, o) -
+                             mapped_objective(x, y, n, m, d, down, k, cost, o)) /
+                            (2 * h);
+          EXPECT_NEAR(grad(r, c), fd, 2e-6 * std::max(1.0, std::fabs(fd))) << r << "," << c;
+        }
+    }
+}
+
+TEST(Sinkhorn, PointGradientsChainToTheMapGradientOfAWeightedSum) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<double>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.epsilon = 0.3;
+  o.point_gradients = true;
+  auto r = sinkhorn<double>(clouds, rb.pairs, Cost::euclidean, o);
+  std::vector<double> coef;
+  for (std::size_t u = 0; u < rb.pairs.size(); ++u) coef.push_back(0.5 + 0.25 * static_cast<double>(u));
+  Matrix<double> G("G", clouds.points().extent(0), rb.dim);
+  accumulate_point_gradients<double>(clouds, rb.pairs, r.layout, coef, r.source_gradient, r.target_gradient, G);
+  // With X = the pool itself (A = identity), the map gradient is Gᵀ X.
+  Matrix<double> grad("grad", rb.dim, rb.dim);
+  map_gradient<double>(G, clouds.points(), grad);
+  auto got = to_host(grad);
+  HostMatrix<double> want("want", rb.dim, rb.dim);
+  for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
+    auto one = problem_map_gradient<double>(clouds, rb.pairs, r.layout, static_cast<std::int64_t>(u),
+                                            r.source_gradient, r.target_gradient, clouds.points());
+    for (int i = 0; i < rb.dim; ++i)
+      for (int j = 0; j < rb.dim; ++j) want(i, j) += coef[u] * one(i, j);
+  }
+  for (int i = 0; i < rb.dim; ++i)
+    for (int j = 0; j < rb.dim; ++j) EXPECT_NEAR(got(i, j), want(i, j), 1e-12 * (1 + std::fabs(want(i, j))));
+}
+
+TEST(Sinkhorn, WarmStartFromConvergedPotentialsStopsAtTheFirstCheck) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<double>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.epsilon = 0.5;
+  o.tol = 1e-9;
+  o.max_iter = 20000;
+  auto cold = sinkhorn<double>(clouds, rb.pairs, Cost::sqeuclidean, o);
+  SinkhornWarmStart<double> warm{cold.f, cold.g};
+  auto hot = sinkhorn<double>(clouds, rb.pairs, Cost::sqeuclidean, o, &warm);
+  auto cs = cold.summaries(), hs = hot.summaries();
+  for (std::size_t u = 0; u < cs.size(); ++u) {
+    EXPECT_GT(cs[u].iterations, o.check_every + 1);
+    ASSERT_EQ(cs[u].status, SolveStatus::optimal);
+    EXPECT_EQ(hs[u].iterations, o.check_every + 1) << "pair " << u;
+    EXPECT_LE(relative_error(hs[u].cost, cs[u].cost), 1e-7);
+  }
+}
+
+TEST(Sinkhorn, SinglePointSourceSendsEverythingFromIt) {
+  std::vector<double> x{0.5, -1.0};
+  auto y = test::normal_points(6, 2, 400);
+  std::vector<double> b{1, 2, 3, 1, 2, 1};
+  auto clouds = make_cloud_batch<double>({x, y}, 2, {{}, b});
+  SinkhornOptions o;
+  o.epsilon = 0.05;
+  o.keep_plan = true;
+  auto r = sinkhorn<double>(clouds, {{0, 1}}, Cost::euclidean, o);
+  auto plan = to_host(r.plan);
+  double expected = 0;
+  for (int j = 0; j < 6; ++j) {
+    EXPECT_NEAR(plan(j), b[static_cast<std::size_t>(j)] / 10.0, 1e-12);
+    expected += b[static_cast<std::size_t>(j)] / 10.0 *
+                ground_cost<double>(Cost::euclidean, x.data(), &y[static_cast<std::size_t>(2 * j)], 2, 0.0, 0.0);
+  }
+  EXPECT_LE(relative_error(r.summary(0).cost, expected), 1e-12);
+  EXPECT_EQ(r.summary(0).status, SolveStatus::optimal);
+}
+
+TEST(Sinkhorn, DuplicatesTinyAndHugeEpsilonStayFinite) {
+  // Duplicated points and a cloud transported onto itself.
+  auto x = test::normal_points(10, 2, 500);
+  x.insert(x.end(), x.begin(), x.begin() + 8);  // 4 duplicates
+  auto clouds = make_cloud_batch<double>({x}, 2);
+  for (double eps : {1e-4, 1e-2, 1.0, 1e4}) {
+    SCOPED_TRACE(eps);
+    SinkhornOptions o;
+    o.epsilon = eps;
+    o.relative_epsilon = true;
+    o.max_iter = 3000;
+    o.tol = 1e-9;
+    auto r = sinkhorn<double>(clouds, {{0, 0}}, Cost::sqeuclidean, o);
+    const auto s = r.summary(0);
+    EXPECT_TRUE(std::isfinite(s.cost));
+    EXPECT_TRUE(std::isfinite(s.objective));
+    EXPECT_NE(s.status, SolveStatus::numerical_error);
+    auto f = to_host(r.f);
+    for (std::size_t i = 0; i < f.extent(0); ++i) EXPECT_TRUE(std::isfinite(f(i)));
+    EXPECT_GE(s.cost, 0.0);
+    if (eps == 1e-4) EXPECT_LT(s.cost, 1e-3 * r.epsilon / 1e-4);  // near the identity coupling
+    if (eps == 1e4) {
+      // Almost the independent coupling: cost → mean of C over a⊗b.
+      double mean = 0;
+      const std::size_t n = x.size() / 2;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j)
+          mean += ground_cost<double>(Cost::sqeuclidean, &x[2 * i], &x[2 * j], 2, 0.0, 0.0);
+      mean /= static_cast<double>(n * n);
+      EXPECT_LE(relative_error(s.cost, mean), 1e-3);
+    }
+  }
+}
+
+TEST(Sinkhorn, ZeroWeightPointsGetFinitePotentialsAndNoMass) {
+  auto x = test::normal_points(8, 2, 600);
+  auto y = test::normal_points(7, 2, 601);
+  std::vector<double> a{1, 0, 1, 1, 0, 1, 1, 1}, b{0, 1, 1, 1, 1, 1, 0};
+  auto clouds = make_cloud_batch<float>({test::cast_to<float>(x), test::cast_to<float>(y)}, 2, {a, b});
+  SinkhornOptions o;
+  o.epsilon = 0.1;
+  o.keep_plan = true;
+  o.tol = 1e-6;
+  auto r = sinkhorn<float>(clouds, {{0, 1}}, Cost::euclidean, o);
+  auto plan = to_host(r.plan);
+  auto f = to_host(r.f);
+  auto g = to_host(r.g);
+  for (int j = 0; j < 7; ++j) EXPECT_EQ(plan(1 * 7 + j), 0.0f);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(plan(i * 7 + 0), 0.0f);
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(std::isfinite(f(i)));
+  for (int j = 0; j < 7; ++j) EXPECT_TRUE(std::isfinite(g(j)));
+  EXPECT_EQ(r.summary(0).status, SolveStatus::optimal);
+}
+
+TEST(Sinkhorn, MaxIterIsReported) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<double>({0, 1});
+  SinkhornOptions o;
+  o.epsilon = 0.01;
+  o.max_iter = 5;
+  o.tol = 0;
+  auto r = sinkhorn<double>(clouds, {{0, 1}}, Cost::sqeuclidean, o);
+  EXPECT_EQ(r.summary(0).status, SolveStatus::max_iter);
+  EXPECT_EQ(r.summary(0).iterations, 5);
+}
+
+TEST(Sinkhorn, InvalidOptionsAreErrors) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<double>({0, 1});
+  SinkhornOptions o;
+  o.epsilon = 0;
+  EXPECT_THROW(sinkhorn<double>(clouds, {{0, 1}}, Cost::euclidean, o), Error);
+  o.epsilon = -1;
+  EXPECT_THROW(sinkhorn<double>(clouds, {{0, 1}}, Cost::euclidean, o), Error);
+  o.epsilon = 0.1;
+  o.tau_a = 0;
+  EXPECT_THROW(sinkhorn<double>(clouds, {{0, 1}}, Cost::euclidean, o), Error);
+  o.tau_a = 1;
+  o.point_gradients = true;
+  EXPECT_THROW(sinkhorn<double>(clouds, {{0, 1}}, Cost::cosine, o), Error);
+  o.point_gradients = false;
+  EXPECT_THROW(sinkhorn<double>(clouds, {{0, 2}}, Cost::euclidean, o), Error);
+}
+
+}  // namespace
+}  // namespace kotml::ot
