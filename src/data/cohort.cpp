@@ -294,7 +294,9 @@ Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const
     if (!dropped_text.empty()) {
       std::string text = "dropped " + std::to_string(dropped_text.size()) + " donor(s) with fewer than " +
                          std::to_string(options.n_cells) + " cells (use --keep-small-donors to keep them): ";
-      for (std::size_t i = 0; i < dropped_text.size(); ++i) text += (i ? ", " : "") + dropped_text[i];
+      const std::size_t shown = std::min<std::size_t>(dropped_text.size(), 10);
+      for (std::size_t i = 0; i < shown; ++i) text += (i ? ", " : "") + dropped_text[i];
+      if (shown < dropped_text.size()) text += ", ... (" + std::to_string(dropped_text.size() - shown) + " more)";
       warnings.push_back(text);
     }
     if (cohort.donors.empty())

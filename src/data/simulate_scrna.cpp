@@ -176,8 +176,10 @@ SimulatedData simulate_scrna(const ScrnaOptions& o) {
   for (auto& b : baseline) b = rng.normal(0.0, o.baseline_log_sd);
 
   // Type programmes: marker genes per type with positive log-folds.
-  const auto n_markers = std::min<std::int64_t>(
-      G, std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(o.markers_fraction * G))));
+  const auto n_markers =
+      o.markers_fraction > 0.0
+          ? std::min<std::int64_t>(G, std::max<std::int64_t>(1, std::llround(o.markers_fraction * G)))
+          : std::int64_t(0);
   std::vector<double> programme(K * G, 0.0);
   std::vector<char> is_marker(G, 0);
   std::vector<double> marker_table;

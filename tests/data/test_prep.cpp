@@ -1,0 +1,311 @@
+// Preprocessing against scanpy 1.11 (fixtures made by
+// tests/data/fixtures/make_prep_fixtures.py) and against exact dense algebra:
+// normalize_total + log1p, 'seurat' highly variable genes (plain, cutoffs,
+// batches), PCA principal angles, and the whole `prep` pipeline's output file.
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kotml/core/error.hpp"
+#include "kotml/core/random.hpp"
+#include "kotml/data/cohort.hpp"
+#include "kotml/data/hvg.hpp"
+#include "kotml/data/normalize_total.hpp"
+#include "kotml/data/pca.hpp"
+#include "kotml/data/prep.hpp"
+#include "kotml/data/sparse.hpp"
+#include "kotml/dist/comm.hpp"
+#include "kotml/io/anndata.hpp"
+#include "support/cli_runner.hpp"
+
+using namespace kotml;
+using namespace kotml::data;
+using Mat = Eigen::MatrixXd;
+
+namespace {
+
+std::string fixture(const std::string& name) { return test::test_source_path("data/fixtures/" + name); }
+
+HostCsr normalised_input() {
+  const io::AnnDataReader reader(fixture("prep_input.h5ad"));
+  HostCsr x = reader.read_csr<float>("X");
+  normalize_total(x, 1e4);
+  log1p(x);
+  return x;
+}
+
+std::vector<std::uint8_t> flags(const io::Column& c) {
+  std::vector<std::uint8_t> out;
+  for (const double v : c.numbers) out.push_back(v != 0.0);
+  return out;
+}
+
+std::vector<std::int32_t> batches(std::int64_t& n) {
+  const io::AnnDataReader reader(fixture("prep_input.h5ad"));
+  const auto column = reader.obs("batch");
+  n = static_cast<std::int64_t>(column.categories.size());
+  return column.codes;
+}
+
+/// Largest principal angle between the column spaces of a and b (orthonormalised).
+double largest_principal_angle(const Mat& a, const Mat& b) {
+  const Mat qa = Eigen::HouseholderQR<Mat>(a).householderQ() * Mat::Identity(a.rows(), a.cols());
+  const Mat qb = Eigen::HouseholderQR<Mat>(b).householderQ() * Mat::Identity(b.rows(), b.cols());
+  const Eigen::JacobiSVD<Mat> svd(qa.transpose() * qb);
+  return std::acos(std::min(1.0, svd.singularValues().minCoeff()));
+}
+
+double angle(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return std::acos(std::min(1.0, std::fabs(a.dot(b)) / (a.norm() * b.norm())));
+}
+
+}  // namespace
+
+TEST(NormalizeTotal, RowsSumToTargetAndZeroRowsStay) {
+  HostCsr x;
+  x.rows = 3;
+  x.cols = 4;
+  x.indptr = {0, 2, 2, 5};
+  x.indices = {0, 3, 0, 1, 2};
+  x.values = {1, 3, 2, 2, 4};
+  normalize_total(x, 100);
+  EXPECT_FLOAT_EQ(x.values[0], 25.0f);
+  EXPECT_FLOAT_EQ(x.values[1], 75.0f);
+  EXPECT_FLOAT_EQ(x.values[2] + x.values[3] + x.values[4], 100.0f);
+  log1p(x);
+  EXPECT_FLOAT_EQ(x.values[0], std::log1p(25.0f));
+  const auto c = check_values(x);
+  EXPECT_EQ(c.non_finite, 0);
+  EXPECT_EQ(c.negative, 0);
+  EXPECT_GT(c.non_integer, 0);
+}
+
+TEST(Hvg, SeuratTopGenesMatchScanpy) {
+  const auto x = normalised_input();
+  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
+  const io::AnnDataReader input(fixture("prep_input.h5ad"));
+  HvgOptions o;
+  o.n_top_genes = 60;
+  const auto r = highly_variable_genes(x, o, input.var_names());
+  EXPECT_EQ(r.highly_variable, flags(expected.var("highly_variable")));
+  EXPECT_EQ(r.selected().size(), 60u);
+  const auto means = expected.var("means").numbers;
+  const auto dispersions = expected.var("dispersions").numbers;
+  const auto norm = expected.var("dispersions_norm").numbers;
+  for (std::size_t g = 0; g < means.size(); ++g) {
+    EXPECT_NEAR(r.means[g], means[g], 1e-6 * (1 + std::fabs(means[g]))) << g;
+    ASSERT_EQ(std::isnan(r.dispersions[g]), std::isnan(dispersions[g])) << g;
+    if (!std::isnan(dispersions[g])) {
+      EXPECT_NEAR(r.dispersions[g], dispersions[g], 1e-5) << g;
+      EXPECT_NEAR(r.dispersions_norm[g], norm[g], 1e-5) << g;
+    }
+  }
+  // The silent gene 7 has no dispersion and is never selected.
+  EXPECT_TRUE(std::isnan(r.dispersions[7]));
+  EXPECT_FALSE(r.highly_variable[7]);
+}
+
+TEST(Hvg, SeuratCutoffsAndBatchesMatchScanpy) {
+  const auto x = normalised_input();
+  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
+  const io::AnnDataReader input(fixture("prep_input.h5ad"));
+  const auto cut = highly_variable_genes(x, HvgOptions{}, input.var_names());
+  EXPECT_EQ(cut.highly_variable, flags(expected.var("hv_cutoffs")));
+  EXPECT_GT(cut.selected().size(), 0u);
+
+  HvgOptions o;
+  o.n_top_genes = 60;
+  std::int64_t n_batches = 0;
+  const auto batch = batches(n_batches);
+  ASSERT_EQ(n_batches, 3);
+  const auto r = highly_variable_genes(x, o, input.var_names(), batch, n_batches);
+  EXPECT_EQ(r.highly_variable, flags(expected.var("hv_batch")));
+  const auto nbatches = expected.var("hv_batch_nbatches").numbers;
+  const auto norm = expected.var("hv_batch_dispersions_norm").numbers;
+  for (std::size_t g = 0; g < nbatches.size(); ++g) {
+    EXPECT_EQ(static_cast<double>(r.highly_variable_nbatches[g]), nbatches[g]) << g;
+    ASSERT_EQ(std::isnan(r.dispersions_norm[g]), std::isnan(norm[g])) << g;
+    if (!std::isnan(norm[g])) {
+      EXPECT_NEAR(r.dispersions_norm[g], norm[g], 1e-5) << g;
+    }
+  }
+}
+
+TEST(Pca, PrincipalAnglesWithScanpyBelowOneMilliradian) {
+  const auto x = normalised_input();
+  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
+  const auto hv = flags(expected.var("highly_variable"));
+  std::vector<std::int64_t> genes;
+  for (std::size_t g = 0; g < hv.size(); ++g)
+    if (hv[g]) genes.push_back(static_cast<std::int64_t>(g));
+  PcaOptions o;
+  o.n_comps = 20;
+  const auto r = pca(select_columns(x, genes), o);
+  EXPECT_TRUE(r.converged);
+  const auto loadings = expected.read_dense<double>("varm/PCs");  // genes × 20
+  const auto g_all = static_cast<Eigen::Index>(hv.size());
+  const auto k = Eigen::Index(20), h = static_cast<Eigen::Index>(genes.size());
+  Mat ours(h, k), theirs(h, k);
+  for (Eigen::Index i = 0; i < h; ++i)
+    for (Eigen::Index c = 0; c < k; ++c) {
+      ours(i, c) = r.components[c * h + i];
+      theirs(i, c) = loadings[genes[i] * k + c];
+    }
+  // Genes outside the HVG set have zero loadings in scanpy's PCs.
+  for (Eigen::Index g = 0; g < g_all; ++g) {
+    if (hv[g]) continue;
+    for (Eigen::Index c = 0; c < k; ++c) ASSERT_EQ(loadings[g * k + c], 0.0);
+  }
+  EXPECT_LT(largest_principal_angle(ours, theirs), 1e-3);
+  for (Eigen::Index c = 0; c < k; ++c) EXPECT_LT(angle(ours.col(c), theirs.col(c)), 1e-3) << "component " << c;
+  const auto ratio = expected.uns_array("pca/variance_ratio");
+  for (Eigen::Index c = 0; c < k; ++c) EXPECT_NEAR(r.variance_ratio[c], ratio[c], 1e-5 * ratio[0]) << c;
+  // Scores agree up to each component's sign.
+  const auto scores = expected.read_dense<double>("obsm/X_pca");
+  for (Eigen::Index c = 0; c < k; ++c) {
+    const double sign = ours.col(c).dot(theirs.col(c)) < 0 ? -1.0 : 1.0;
+    double worst = 0, scale = 0;
+    for (std::int64_t i = 0; i < r.n_obs; ++i) {
+      worst = std::max(worst, std::fabs(r.scores[i * k + c] - sign * scores[i * k + c]));
+      scale = std::max(scale, std::fabs(scores[i * k + c]));
+    }
+    EXPECT_LT(worst, 2e-3 * scale) << "component " << c;
+  }
+}
+
+TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
+  // A random sparse matrix with a planted low-rank part and a non-zero mean.
+  random::Stream s(3, random::Purpose::test_data, 0);
+  const std::int64_t n = 180, g = 40;
+  HostCsr x;
+  x.rows = n;
+  x.cols = g;
+  x.indptr.push_back(0);
+  Mat dense = Mat::Zero(n, g);
+  std::vector<double> u(n * 3), v(3 * g);
+  for (auto& e : u) e = s.normal();
+  for (auto& e : v) e = s.normal();
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < g; ++j) {
+      if (s.uniform() < 0.4) continue;
+      double value = 2.0 + 0.3 * s.normal();
+      for (int r = 0; r < 3; ++r) value += (4.0 - r) * u[i * 3 + r] * v[r * g + j];
+      x.indices.push_back(j);
+      x.values.push_back(static_cast<float>(value));
+      dense(i, j) = static_cast<float>(value);
+    }
+    x.indptr.push_back(static_cast<std::int64_t>(x.indices.size()));
+  }
+  PcaOptions o;
+  o.n_comps = 6;
+  o.tol = 1e-10;
+  const auto a = pca(x, o);
+  const auto b = pca(x, o);
+  EXPECT_EQ(a.components, b.components);
+  EXPECT_EQ(a.scores, b.scores);
+  ASSERT_TRUE(a.converged);
+
+  const Mat centred = dense.rowwise() - dense.colwise().mean();
+  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV | Eigen::ComputeThinU);
+  for (int c = 0; c < 6; ++c) {
+    Eigen::VectorXd ours(g);
+    for (std::int64_t j = 0; j < g; ++j) ours(j) = a.components[c * g + j];
+    EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-7) << c;
+    EXPECT_NEAR(a.singular_values[c], svd.singularValues()(c), 1e-8 * svd.singularValues()(0));
+    // Largest-magnitude loading positive; scores are the centred data times the axis.
+    Eigen::Index at = 0;
+    ours.cwiseAbs().maxCoeff(&at);
+    EXPECT_GT(ours(at), 0.0);
+    const Eigen::VectorXd expected_scores = centred * ours;
+    for (std::int64_t i = 0; i < n; ++i) EXPECT_NEAR(a.scores[i * 6 + c], expected_scores(i), 1e-8 * svd.singularValues()(0));
+  }
+  o.n_comps = g;
+  EXPECT_THROW(pca(x, o), Error);
+}
+
+TEST(Prep, WritesScanpyLayoutAndCohortsUseItsPcs) {
+  test::TempDir dir;
+  PrepOptions o;
+  o.input = fixture("prep_input.h5ad");
+  o.output = dir.file("out.h5ad");
+  o.hvg.n_top_genes = 60;
+  o.n_comps_given = true;
+  o.pca.n_comps = 20;
+  const auto report = run_prep(o);
+  EXPECT_EQ(report.n_hvg, 60);
+  EXPECT_TRUE(report.pca_converged);
+
+  const io::AnnDataReader out(o.output);
+  const io::AnnDataReader in(o.input);
+  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
+  const auto x = normalised_input();
+  const auto written = out.read_csr<float>("X");
+  EXPECT_EQ(written.values, x.values);
+  EXPECT_EQ(out.read_csr<float>("layers/counts").values, in.read_csr<float>("X").values);
+  EXPECT_EQ(flags(out.var("highly_variable")), flags(expected.var("highly_variable")));
+  EXPECT_EQ(out.obs("batch").as_strings(), in.obs("batch").as_strings());
+  EXPECT_EQ(out.matrix_info("obsm/X_pca").cols, 20);
+  const auto pcs = out.read_dense<double>("varm/PCs");
+  const auto hv = flags(out.var("highly_variable"));
+  for (std::size_t g = 0; g < hv.size(); ++g) {
+    if (hv[g]) continue;
+    for (int c = 0; c < 20; ++c) EXPECT_EQ(pcs[g * 20 + c], 0.0);
+  }
+
+  // A cohort on the embedding carries the loadings back to genes.
+  const dist::Comm comm(MPI_COMM_WORLD);
+  CohortOptions co;
+  co.input = o.output;
+  co.patient_col = "batch";
+  co.label_col = "batch";
+  co.use_rep = "X_pca";
+  co.n_cells = 30;
+  const Cohort cohort = build_cohort(co, comm);
+  EXPECT_EQ(cohort.dim, 20);
+  EXPECT_EQ(cohort.feature_names.front(), "PC1");
+  EXPECT_EQ(cohort.gene_loadings, pcs);
+  EXPECT_EQ(cohort.gene_names, in.var_names());
+}
+
+TEST(Prep, RejectsImpossibleRequestsAndBadValues) {
+  test::TempDir dir;
+  PrepOptions o;
+  o.input = fixture("prep_input.h5ad");
+  o.output = dir.file("out.h5ad");
+  o.hvg.n_top_genes = 151;
+  try {
+    run_prep(o);
+    FAIL() << "no error for --n-top-genes above the gene count";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.element(), "--n-top-genes");
+  }
+  EXPECT_FALSE(test::file_exists(o.output));
+  o.hvg.n_top_genes = 60;
+  o.n_comps_given = true;
+  o.pca.n_comps = 60;
+  EXPECT_THROW(run_prep(o), Error);
+
+  // NaN in X.
+  io::AnnDataContent bad;
+  bad.n_obs = 3;
+  bad.n_vars = 2;
+  bad.x_dense = {1, 2, 3, std::numeric_limits<float>::quiet_NaN(), 5, 6};
+  io::write_anndata(dir.file("nan.h5ad"), bad);
+  o.input = dir.file("nan.h5ad");
+  try {
+    run_prep(o);
+    FAIL() << "no error for NaN";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.element(), "X");
+    EXPECT_NE(std::string(e.what()).find("NaN"), std::string::npos);
+  }
+}
