@@ -7,12 +7,16 @@ namespace kotml::cli {
 Subcommand info_subcommand();
 Subcommand prep_subcommand();
 Subcommand simulate_subcommand();
+Subcommand knn_graph_subcommand();
+Subcommand apsp_subcommand();
 
 std::vector<Subcommand> all_subcommands() {
   return {
       info_subcommand(),
       prep_subcommand(),
       simulate_subcommand(),
+      knn_graph_subcommand(),
+      apsp_subcommand(),
   };
 }
 

@@ -5,6 +5,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/dist/partition.hpp"
 #include "kotml/graph/components.hpp"
 
 namespace kotml::graph {
@@ -27,13 +28,14 @@ std::int64_t first_non_finite(Matrix<const double> x) {
   return first == std::numeric_limits<std::int64_t>::max() ? -1 : first;
 }
 
-void knn_search(Matrix<const double> x, int k, NearestNeighbors nn) {
+void knn_search(Matrix<const double> x, int k, std::int64_t begin, NearestNeighbors nn) {
   const std::int64_t n = x.extent(0);
   auto idx = nn.indices;
   auto dist = nn.distances;
   Kokkos::parallel_for(
-      "kotml::graph::knn_search", Kokkos::RangePolicy<ExecSpace>(0, n),
-      KOKKOS_LAMBDA(const std::int64_t i) {
+      "kotml::graph::knn_search", Kokkos::RangePolicy<ExecSpace>(0, nn.indices.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t row) {
+        const std::int64_t i = begin + row;
         // The row's own slots hold the running k best (squared) in order;
         // scanning j upwards and shifting only past strictly larger distances
         // keeps the smaller index first among equals.
@@ -41,17 +43,17 @@ void knn_search(Matrix<const double> x, int k, NearestNeighbors nn) {
         for (std::int64_t j = 0; j < n; ++j) {
           if (j == i) continue;
           const double d2 = squared_distance(x, i, j);
-          if (count == k && !(d2 < dist(i, k - 1))) continue;
+          if (count == k && !(d2 < dist(row, k - 1))) continue;
           int t = count < k ? count++ : k - 1;
-          while (t > 0 && dist(i, t - 1) > d2) {
-            dist(i, t) = dist(i, t - 1);
-            idx(i, t) = idx(i, t - 1);
+          while (t > 0 && dist(row, t - 1) > d2) {
+            dist(row, t) = dist(row, t - 1);
+            idx(row, t) = idx(row, t - 1);
             --t;
           }
-          dist(i, t) = d2;
-          idx(i, t) = static_cast<NodeId>(j);
+          dist(row, t) = d2;
+          idx(row, t) = static_cast<NodeId>(j);
         }
-        for (int t = 0; t < k; ++t) dist(i, t) = kmath::sqrt(dist(i, t));
+        for (int t = 0; t < k; ++t) dist(row, t) = kmath::sqrt(dist(row, t));
       });
 }
 
@@ -161,16 +163,21 @@ void init_bridge_search(LengthView best_d2, IdView best_from) {
 }  // namespace
 
 NearestNeighbors k_nearest_neighbors(Matrix<const double> points, int k) {
-  const std::int64_t n = points.extent(0);
+  return k_nearest_neighbors(points, k, 0, points.extent(0));
+}
+
+NearestNeighbors k_nearest_neighbors(Matrix<const double> points, int k, std::int64_t begin,
+                                     std::int64_t end) {
   NearestNeighbors nn;
-  nn.indices = decltype(nn.indices)(no_init("kotml::graph::knn_indices"), n, k);
-  nn.distances = decltype(nn.distances)(no_init("kotml::graph::knn_distances"), n, k);
-  knn_search(points, k, nn);
+  nn.indices = decltype(nn.indices)(no_init("kotml::graph::knn_indices"), end - begin, k);
+  nn.distances = decltype(nn.distances)(no_init("kotml::graph::knn_distances"), end - begin, k);
+  knn_search(points, k, begin, nn);
   return nn;
 }
 
-CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const std::string& source,
-                                   KnnGraphReport* report) {
+namespace {
+
+void validate_cloud(Matrix<const double> points, int k, const std::string& source) {
   const std::int64_t n = points.extent(0);
   require(n > 0 && points.extent(1) > 0, source, "",
           "the point cloud is empty (" + std::to_string(n) + " points of dimension " +
@@ -186,8 +193,13 @@ CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const std
   require(bad < 0, source, "point " + std::to_string(bad < 0 ? 0 : bad / points.extent(1)),
           "coordinate " + std::to_string(bad < 0 ? 0 : bad % points.extent(1)) +
               " is not a finite number");
+}
 
-  const auto nn = k_nearest_neighbors(points, k);
+/// Steps 2 and 3 of the construction, from every point's neighbours.
+CsrGraph<MemSpace> connected_union_graph(Matrix<const double> points, const NearestNeighbors& nn,
+                                         KnnGraphReport* report) {
+  const std::int64_t n = points.extent(0);
+  const std::int64_t k = nn.indices.extent(1);
   const std::int64_t knn_edges = n * k;
   IdView from(no_init("kotml::graph::edge_from"), knn_edges);
   IdView to(no_init("kotml::graph::edge_to"), knn_edges);
@@ -242,6 +254,41 @@ CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const std
   }
   if (report) *report = local;
   return g;
+}
+
+}  // namespace
+
+CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const std::string& source,
+                                   KnnGraphReport* report) {
+  validate_cloud(points, k, source);
+  return connected_union_graph(points, k_nearest_neighbors(points, k), report);
+}
+
+CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const dist::Comm& comm,
+                                   const std::string& source, KnnGraphReport* report) {
+  comm.phase([&] { validate_cloud(points, k, source); });
+  const std::int64_t n = points.extent(0);
+  const auto rows = dist::block_of(n, comm.size(), comm.rank());
+  const auto mine = k_nearest_neighbors(points, k, rows.begin, rows.end);
+  auto idx_h = Kokkos::create_mirror_view_and_copy(HostSpace(), mine.indices);
+  auto dist_h = Kokkos::create_mirror_view_and_copy(HostSpace(), mine.distances);
+  const std::vector<std::int64_t> my_idx(idx_h.data(), idx_h.data() + idx_h.size());
+  const std::vector<double> my_dist(dist_h.data(), dist_h.data() + dist_h.size());
+  // Blocks are contiguous and in rank order, so the gathered rows are in node order.
+  const auto all_idx = comm.allgatherv(my_idx);
+  const auto all_dist = comm.allgatherv(my_dist);
+  NearestNeighbors nn;
+  nn.indices = decltype(nn.indices)(no_init("kotml::graph::knn_indices"), n, k);
+  nn.distances = decltype(nn.distances)(no_init("kotml::graph::knn_distances"), n, k);
+  auto nn_idx = Kokkos::create_mirror_view(nn.indices);
+  auto nn_dist = Kokkos::create_mirror_view(nn.distances);
+  for (std::size_t e = 0; e < all_idx.size(); ++e) {
+    nn_idx.data()[e] = static_cast<NodeId>(all_idx[e]);
+    nn_dist.data()[e] = all_dist[e];
+  }
+  Kokkos::deep_copy(nn.indices, nn_idx);
+  Kokkos::deep_copy(nn.distances, nn_dist);
+  return connected_union_graph(points, nn, report);
 }
 
 }  // namespace kotml::graph

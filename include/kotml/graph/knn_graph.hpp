@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
 #include "kotml/graph/csr_graph.hpp"
 
 namespace kotml::graph {
@@ -26,6 +27,9 @@ struct NearestNeighbors {
   Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> distances;
 };
 NearestNeighbors k_nearest_neighbors(Matrix<const double> points, int k);
+/// The same for query rows [begin, end) only (rows of the result are local).
+NearestNeighbors k_nearest_neighbors(Matrix<const double> points, int k, std::int64_t begin,
+                                     std::int64_t end);
 
 struct KnnGraphReport {
   std::int64_t components_before_bridging = 0;  ///< of the symmetrised kNN graph
@@ -37,6 +41,14 @@ struct KnnGraphReport {
 /// Throws kotml::Error (naming `source`) for an empty cloud, k < 1, k ≥ n, or a
 /// coordinate that is not finite.
 CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k,
+                                   const std::string& source = "",
+                                   KnnGraphReport* report = nullptr);
+
+/// Collective: the same graph, with the O(n²·d) neighbour search split by query
+/// rows over the ranks and gathered; every rank returns the whole graph. The
+/// result is identical to the one-rank call (each row's search is independent).
+/// Input errors are agreed on (dist::CollectiveError on every rank).
+CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const dist::Comm& comm,
                                    const std::string& source = "",
                                    KnnGraphReport* report = nullptr);
 

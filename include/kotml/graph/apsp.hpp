@@ -1,0 +1,49 @@
+#pragma once
+// Shortest paths from many sources, split over MPI ranks (contiguous blocks of
+// the source list, dist::block_of) and over Kokkos teams within a rank (one
+// source per team, shortest_paths), streamed into one HDF5 dataset by rank 0.
+//
+// Ranks work in rounds: each computes its next chunk of rows at the same time,
+// then rank 0 writes its own chunk and receives the others' in rank order. No
+// rank ever holds more than chunk_rows × n values, so the matrix can be far
+// larger than one node's memory; the file holds it whole.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kotml/dist/comm.hpp"
+#include "kotml/graph/csr_graph.hpp"
+#include "kotml/io/hdf5.hpp"
+
+namespace kotml::graph {
+
+enum class Precision { float32, float64 };
+
+/// Parses "float32"/"float64"; Error::option naming `option` otherwise.
+Precision parse_precision(const std::string& text, const std::string& option);
+
+struct ApspOptions {
+  Precision precision = Precision::float32;
+  /// Rows a rank computes and sends at once (bounded further so one message
+  /// stays below 2^31 elements).
+  std::int64_t chunk_rows = 256;
+};
+
+/// Collective. Writes the lengths from sources[r] to every node as row r of a
+/// (sources × n) dataset. `file` is used on rank 0 only (other ranks may pass
+/// nullptr). A write failure on rank 0 is agreed on after the last round, so no
+/// rank waits forever; every rank then throws the same CollectiveError.
+void write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+                          const ApspOptions& options, const dist::Comm& comm,
+                          io::h5::File* file, const std::string& dataset);
+
+/// Rows [begin, end) of the all-pairs matrix of g (sources begin..end-1), on
+/// this rank's device; the building block for distributed consumers (GW's
+/// precomputed distances keep their own row block only).
+template <class T>
+Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> shortest_path_rows(const CsrGraph<MemSpace>& g,
+                                                                    std::int64_t begin,
+                                                                    std::int64_t end);
+
+}  // namespace kotml::graph

@@ -1,0 +1,27 @@
+#pragma once
+// How the rows of a GW plan (source points) are split over ranks: whole tiles
+// of `plan_row_tile` consecutive rows, tiles in contiguous blocks per rank.
+//
+// Every computation that mixes rows is organised by these global tiles (the
+// cost-estimate GEMM runs one tile at a time; column sums are formed per tile,
+// then added exactly), so a tile's numbers never depend on which rank holds it:
+// the plan, the matching and the cost are bit-identical on any rank count.
+
+#include <cstdint>
+
+#include "kotml/dist/partition.hpp"
+
+namespace kotml::gw {
+
+inline constexpr std::int64_t plan_row_tile = 64;
+
+/// Rows [begin, end) of an n-row plan held by `rank` of `ranks` (may be empty).
+inline dist::Block plan_rows(std::int64_t n, int ranks, int rank) {
+  const std::int64_t tiles = (n + plan_row_tile - 1) / plan_row_tile;
+  const dist::Block t = dist::block_of(tiles, ranks, rank);
+  const std::int64_t begin = t.begin * plan_row_tile < n ? t.begin * plan_row_tile : n;
+  const std::int64_t end = t.end * plan_row_tile < n ? t.end * plan_row_tile : n;
+  return {begin, end};
+}
+
+}  // namespace kotml::gw

@@ -1,0 +1,126 @@
+// kotml apsp INPUT -o OUT.h5: shortest-path lengths on a graph from every node
+// (or from farthest-point landmarks), sources split over MPI ranks and Kokkos
+// teams, streamed into /distances by rank 0.
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kotml/core/atomic_file.hpp"
+#include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/graph/apsp.hpp"
+#include "kotml/graph/graph_file.hpp"
+#include "kotml/graph/knn_graph.hpp"
+#include "kotml/graph/landmarks.hpp"
+#include "kotml/graph/point_cloud.hpp"
+#include "options.hpp"
+#include "subcommand.hpp"
+
+namespace kotml::cli {
+
+Subcommand apsp_subcommand() {
+  Subcommand sub;
+  sub.name = "apsp";
+  sub.summary = "all-pairs (or landmark) shortest paths on a graph or a cloud's kNN graph";
+  sub.usage =
+      "kotml apsp INPUT(graph .h5 | cloud .h5/.h5ad) -o OUT.h5 [--precision float32] "
+      "[--landmarks L] [--k 30]";
+  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
+    desc.add_options()
+        ("input", po::value<std::string>()->required(),
+         "a graph file written by kotml knn-graph (or any CSR group, see --group), or a point "
+         "cloud (.h5ad, or HDF5 with --dataset) whose kNN graph is built first")
+        ("output,o", po::value<std::string>()->required(), "HDF5 file for /distances and /sources")
+        ("precision", po::value<std::string>()->default_value("float32"),
+         "float32 or float64 for /distances (paths are summed in float64 either way)")
+        ("landmarks", po::value<std::int64_t>()->default_value(0),
+         "if > 0: only rows for this many farthest-point landmarks instead of every node")
+        ("landmark-start", po::value<std::int64_t>()->default_value(0),
+         "node the farthest-point sampling starts from")
+        ("chunk-rows", po::value<std::int64_t>()->default_value(256),
+         "rows each rank computes and sends at a time (bounds memory)")
+        ("group", po::value<std::string>()->default_value("graph"), "graph group in a graph input")
+        ("k", po::value<int>()->default_value(30), "neighbours per point for a cloud input")
+        ("use-rep", po::value<std::string>()->default_value(""),
+         "AnnData representation for a cloud input: X (default) or an obsm key")
+        ("dataset", po::value<std::string>()->default_value("x"),
+         "dataset holding the points in a plain HDF5 cloud input");
+    positional.add("input", 1);
+  };
+  sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
+    const auto input = option<std::string>(vm, "input");
+    const auto output = option<std::string>(vm, "output");
+    const auto group = option<std::string>(vm, "group");
+    graph::ApspOptions options;
+    options.precision = graph::parse_precision(option<std::string>(vm, "precision"), "precision");
+    options.chunk_rows = positive<std::int64_t>(vm, "chunk-rows");
+    const auto n_landmarks = non_negative<std::int64_t>(vm, "landmarks");
+    const auto landmark_start = non_negative<std::int64_t>(vm, "landmark-start");
+
+    // Every rank reads the input (read-only) and holds the graph: each source's
+    // Dijkstra needs all of it.
+    bool from_graph = false;
+    graph::PointCloud cloud;
+    graph::CsrGraph<MemSpace> g;
+    comm.phase([&] {
+      from_graph = !graph::is_anndata_file(input) &&
+                   graph::has_graph(io::h5::File::open_read(input), group);
+      if (from_graph)
+        g = graph::read_graph(io::h5::File::open_read(input), group);
+      else
+        cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"),
+                                        option<std::string>(vm, "use-rep"));
+    });
+    if (!from_graph) g = graph::build_knn_graph(cloud.to_device(), option<int>(vm, "k"), comm, cloud.source);
+
+    std::vector<graph::NodeId> sources;
+    comm.phase([&] {
+      if (n_landmarks > 0) {
+        require(landmark_start < g.n, "", "--landmark-start",
+                "node " + std::to_string(landmark_start) + " is not in the " +
+                    std::to_string(g.n) + "-node graph");
+        sources = graph::farthest_point_landmarks(g, n_landmarks,
+                                                  static_cast<graph::NodeId>(landmark_start)).nodes;
+      } else {
+        for (std::int64_t v = 0; v < g.n; ++v) sources.push_back(static_cast<graph::NodeId>(v));
+      }
+    });
+
+    std::optional<AtomicFile> out;
+    std::optional<io::h5::File> file;
+    comm.phase([&] {
+      if (!comm.is_root()) return;
+      out.emplace(output);
+      file.emplace(io::h5::File::create(out->temporary_path()));
+    });
+    graph::write_shortest_paths(g, sources, options, comm, file ? &*file : nullptr, "distances");
+    comm.phase([&] {
+      if (!comm.is_root()) return;
+      file->write<std::int64_t>("sources", std::vector<std::int64_t>(sources.begin(), sources.end()));
+      const nlohmann::json config = {
+          {"command", "apsp"},
+          {"input", input},
+          {"graph_from", from_graph ? input + ":" + group : "kNN graph of " + cloud.source},
+          {"nodes", g.n},
+          {"precision", option<std::string>(vm, "precision")},
+          {"landmarks", n_landmarks},
+          {"landmark-start", landmark_start},
+          {"k", from_graph ? 0 : option<int>(vm, "k")},
+          {"chunk-rows", options.chunk_rows},
+          {"ranks", comm.size()}};
+      file->write_string_attribute("/", "kotml_config", config.dump());
+      file->close();
+      out->commit();
+    });
+    log::out() << "apsp: " << sources.size() << " x " << g.n << " shortest-path lengths ("
+               << option<std::string>(vm, "precision") << ", " << comm.size() << " rank"
+               << (comm.size() == 1 ? "" : "s") << ") -> " << output << ":/distances\n";
+    return exit_ok;
+  };
+  return sub;
+}
+
+}  // namespace kotml::cli

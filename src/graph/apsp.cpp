@@ -1,0 +1,137 @@
+#include "kotml/graph/apsp.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "kotml/core/error.hpp"
+#include "kotml/dist/partition.hpp"
+#include "kotml/graph/dijkstra.hpp"
+
+namespace kotml::graph {
+namespace {
+
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <>
+MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+
+void fill_range(Kokkos::View<NodeId*, MemSpace> ids, std::int64_t first) {
+  Kokkos::parallel_for(
+      "kotml::graph::source_range", Kokkos::RangePolicy<ExecSpace>(0, ids.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t r) { ids(r) = static_cast<NodeId>(first + r); });
+}
+
+template <class T>
+void write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+                     std::int64_t chunk_rows, const dist::Comm& comm, io::h5::File* file,
+                     const std::string& dataset) {
+  const std::int64_t n = g.n;
+  const std::int64_t count = static_cast<std::int64_t>(sources.size());
+  // One message must stay below 2^31 elements (MPI counts are int).
+  const std::int64_t max_rows = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::numeric_limits<int>::max() / 2) / std::max<std::int64_t>(n, 1));
+  const std::int64_t chunk = std::max<std::int64_t>(1, std::min(chunk_rows, max_rows));
+
+  std::vector<dist::Block> blocks;
+  std::int64_t largest = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    blocks.push_back(dist::block_of(count, comm.size(), r));
+    largest = std::max(largest, blocks.back().end - blocks.back().begin);
+  }
+  const dist::Block mine = blocks[comm.rank()];
+  const std::int64_t rounds = (largest + chunk - 1) / chunk;
+
+  std::optional<Error> write_failure;
+  if (comm.is_root()) {
+    try {
+      file->create_dataset<T>(dataset, {count, n});
+    } catch (const Error& e) {
+      write_failure = e;
+    }
+  }
+  Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
+  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows("kotml::graph::chunk_rows", chunk, n);
+  std::vector<T> buffer(static_cast<std::size_t>(chunk * n));
+  for (std::int64_t round = 0; round < rounds; ++round) {
+    const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
+    const std::int64_t end = std::min(begin + chunk, mine.end);
+    if (end > begin) {
+      for (std::int64_t r = begin; r < end; ++r) ids_h(r - begin) = sources[r];
+      auto ids = Kokkos::create_mirror_view_and_copy(MemSpace(), ids_h);
+      auto used_ids = Kokkos::subview(ids, Kokkos::make_pair(std::int64_t(0), end - begin));
+      shortest_paths<T>(g, used_ids, rows);
+      auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), rows);
+      std::copy(h.data(), h.data() + (end - begin) * n, buffer.begin());
+    }
+    if (!comm.is_root()) {
+      if (end > begin)
+        MPI_Send(buffer.data(), static_cast<int>((end - begin) * n), mpi_type<T>(), 0, 0,
+                 comm.raw());
+      continue;
+    }
+    for (int r = 0; r < comm.size(); ++r) {
+      const std::int64_t rb = std::min(blocks[r].begin + round * chunk, blocks[r].end);
+      const std::int64_t re = std::min(rb + chunk, blocks[r].end);
+      if (re <= rb) continue;
+      if (r != 0)
+        MPI_Recv(buffer.data(), static_cast<int>((re - rb) * n), mpi_type<T>(), r, 0, comm.raw(),
+                 MPI_STATUS_IGNORE);
+      if (write_failure) continue;  // keep receiving, so no sender blocks forever
+      try {
+        file->write_row_range<T>(
+            dataset, rb,
+            std::vector<T>(buffer.begin(), buffer.begin() + (re - rb) * n));
+      } catch (const Error& e) {
+        write_failure = e;
+      }
+    }
+  }
+  comm.agree(write_failure);
+}
+
+}  // namespace
+
+Precision parse_precision(const std::string& text, const std::string& option) {
+  if (text == "float32") return Precision::float32;
+  if (text == "float64") return Precision::float64;
+  throw Error::option(option, "must be float32 or float64, got '" + text + "'");
+}
+
+void write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+                          const ApspOptions& options, const dist::Comm& comm,
+                          io::h5::File* file, const std::string& dataset) {
+  comm.phase([&] {
+    for (NodeId s : sources)
+      require(s >= 0 && s < g.n, "", "sources",
+              "source node " + std::to_string(s) + " is not in the graph");
+    require(!comm.is_root() || file != nullptr, "", "", "internal error: rank 0 has no output file");
+  });
+  if (options.precision == Precision::float32)
+    write_rows_impl<float>(g, sources, options.chunk_rows, comm, file, dataset);
+  else
+    write_rows_impl<double>(g, sources, options.chunk_rows, comm, file, dataset);
+}
+
+template <class T>
+Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> shortest_path_rows(const CsrGraph<MemSpace>& g,
+                                                                    std::int64_t begin,
+                                                                    std::int64_t end) {
+  Kokkos::View<NodeId*, MemSpace> ids(no_init("kotml::graph::row_sources"), end - begin);
+  fill_range(ids, begin);
+  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows(no_init("kotml::graph::rows"),
+                                                        end - begin, g.n);
+  shortest_paths<T>(g, ids, rows);
+  return rows;
+}
+
+template Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> shortest_path_rows<float>(
+    const CsrGraph<MemSpace>&, std::int64_t, std::int64_t);
+template Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> shortest_path_rows<double>(
+    const CsrGraph<MemSpace>&, std::int64_t, std::int64_t);
+
+}  // namespace kotml::graph
