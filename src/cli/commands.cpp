@@ -9,6 +9,11 @@ Subcommand prep_subcommand();
 Subcommand simulate_subcommand();
 Subcommand knn_graph_subcommand();
 Subcommand apsp_subcommand();
+Subcommand train_subcommand();
+Subcommand train_test_subcommand();
+Subcommand test_subcommand();
+Subcommand distances_subcommand();
+Subcommand gw_subcommand();
 
 std::vector<Subcommand> all_subcommands() {
   return {
@@ -17,6 +22,11 @@ std::vector<Subcommand> all_subcommands() {
       simulate_subcommand(),
       knn_graph_subcommand(),
       apsp_subcommand(),
+      train_subcommand(),
+      train_test_subcommand(),
+      test_subcommand(),
+      distances_subcommand(),
+      gw_subcommand(),
   };
 }
 

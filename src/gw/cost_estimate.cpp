@@ -14,11 +14,14 @@ template <class S>
 void normalise(DistanceBlock raw, Matrix<S> out, bool distributed, const dist::Comm& comm) {
   double top = detail::block_max_finite(raw);
   std::int64_t infinite = detail::block_count_infinite(raw);
+  std::int64_t entries = static_cast<std::int64_t>(raw.size());
   if (distributed && comm.size() > 1) {
     top = comm.max(top);
     infinite = comm.sum(infinite);
+    entries = comm.sum(entries);
   }
-  const bool any_finite = top > -std::numeric_limits<double>::infinity();
+  // A reduction's identity is the lowest double, not -inf: decide by counts.
+  const bool any_finite = infinite < entries;
   float fill = 0.0f;
   float divisor = any_finite ? static_cast<float>(top) : 0.0f;
   if (infinite > 0) {

@@ -69,7 +69,8 @@ KOKKOS_INLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int
 
 // -------------------------------------------------------------- distances → Λ
 
-/// Largest finite entry (or -inf) of a distance block.
+/// Largest finite entry of a distance block (the lowest double when it has none:
+/// the identity of Kokkos::Max).
 inline double block_max_finite(DistanceBlock d) {
   const std::int64_t cols = d.extent(1);
   double m = -kmath::infinity<double>();

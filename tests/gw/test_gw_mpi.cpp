@@ -1,0 +1,134 @@
+// Sampled GW on 1, 2 and 3 ranks gives the same bits as on one rank: the plan
+// rows each rank holds, the matching, the cost and every err. Each rank also
+// solves the whole problem alone (MPI_COMM_SELF) and compares.
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kotml/graph/knn_graph.hpp"
+#include "kotml/gw/anchor_sampling.hpp"
+#include "kotml/gw/generators.hpp"
+#include "kotml/gw/row_partition.hpp"
+#include "kotml/gw/sampled_gw.hpp"
+#include "kotml/gw/slack_sinkhorn.hpp"
+
+using namespace kotml;
+using namespace kotml::gw;
+
+namespace {
+
+Matrix<double> device_points(const Manifold& m) {
+  Matrix<double> x("points", m.n, m.dims);
+  auto h = Kokkos::create_mirror_view(x);
+  for (std::size_t f = 0; f < m.points.size(); ++f) h.data()[f] = m.points[f];
+  Kokkos::deep_copy(x, h);
+  return x;
+}
+
+std::unique_ptr<DistanceProvider> provider(DistanceMode mode, const graph::CsrGraph<MemSpace>& g,
+                                           const dist::Comm& comm) {
+  switch (mode) {
+    case DistanceMode::precomputed: return precomputed_from_graph(g, comm);
+    case DistanceMode::dijkstra: return dijkstra_provider(g, 16, comm);  // small: evictions happen
+    case DistanceMode::landmark: return landmark_provider(g, 10);
+  }
+  return nullptr;
+}
+
+void expect_same_run(DistanceMode mode, bool mixed) {
+  const dist::Comm world;
+  const dist::Comm self(MPI_COMM_SELF);
+  // 150 rows: tiles of 64 leave rank 2 of 3 a short last tile.
+  const auto src = spiral(150), tgt = swiss_roll(180);
+  const auto gs = graph::build_knn_graph(device_points(src), 5, world);
+  const auto gt = graph::build_knn_graph(device_points(tgt), 5, world);
+  SampledGwOptions o;
+  o.samples = 30;
+  o.max_iter = 25;
+  o.min_iter_before_converge = 10;
+  o.epsilon = 0.01;
+  o.mixed_precision = mixed;
+  auto ws = provider(mode, gs, world), wt = provider(mode, gt, world);
+  const auto distributed = sampled_gw(*ws, *wt, o, world);
+  auto ss = provider(mode, gs, self), st = provider(mode, gt, self);
+  const auto alone = sampled_gw(*ss, *st, o, self);
+
+  EXPECT_EQ(distributed.match, alone.match);
+  EXPECT_EQ(distributed.err_list, alone.err_list);
+  EXPECT_EQ(distributed.cost_list, alone.cost_list);
+  EXPECT_EQ(distributed.iterations, alone.iterations);
+  EXPECT_EQ(distributed.sinkhorn_iterations, alone.sinkhorn_iterations);
+  const auto rows = plan_rows(150, world.size(), world.rank());
+  EXPECT_EQ(distributed.row_begin, rows.begin);
+  EXPECT_EQ(distributed.row_end, rows.end);
+  auto mine = Kokkos::create_mirror_view_and_copy(HostSpace(), distributed.plan);
+  auto whole = Kokkos::create_mirror_view_and_copy(HostSpace(), alone.plan);
+  std::int64_t differing = 0;
+  for (std::int64_t i = rows.begin; i < rows.end; ++i)
+    for (std::int64_t k = 0; k < 180; ++k) differing += mine(i - rows.begin, k) != whole(i, k);
+  EXPECT_EQ(differing, 0);
+}
+
+}  // namespace
+
+TEST(GwAcrossRanks, PrecomputedIsBitIdentical) { expect_same_run(DistanceMode::precomputed, false); }
+TEST(GwAcrossRanks, DijkstraWithEvictionsIsBitIdentical) { expect_same_run(DistanceMode::dijkstra, false); }
+TEST(GwAcrossRanks, LandmarkFloat32IsBitIdentical) { expect_same_run(DistanceMode::landmark, true); }
+
+TEST(GwAcrossRanks, SlackSinkhornPotentialsAreBitIdentical) {
+  const dist::Comm world;
+  const dist::Comm self(MPI_COMM_SELF);
+  const std::int64_t n = 200, k = 90;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> cost(n * k), p(n, 1.0 / n), q(k, 1.0 / k);
+  for (auto& c : cost) c = u(rng);
+  const auto rows = plan_rows(n, world.size(), world.rank());
+  auto solve = [&](const dist::Comm& comm, std::int64_t begin, std::int64_t end) {
+    SlackSinkhorn<double> s(std::vector<double>(p.begin() + begin, p.begin() + end), q, 1e-10, 1e-10,
+                            n, comm);
+    Matrix<double> c("cost", end - begin, k);
+    auto h = Kokkos::create_mirror_view(c);
+    for (std::int64_t i = begin; i < end; ++i)
+      for (std::int64_t j = 0; j < k; ++j) h(i - begin, j) = cost[i * k + j];
+    Kokkos::deep_copy(c, h);
+    SlackSinkhornSettings settings;
+    settings.tol = 1e-9;
+    settings.max_iter = 500;
+    s.solve(c, 100.0, 0.02, settings);
+    return std::make_pair(Kokkos::create_mirror_view_and_copy(HostSpace(), s.log_u()),
+                          Kokkos::create_mirror_view_and_copy(HostSpace(), s.log_v()));
+  };
+  const auto [u_world, v_world] = solve(world, rows.begin, rows.end);
+  const auto [u_self, v_self] = solve(self, 0, n);
+  for (std::int64_t j = 0; j <= k; ++j) EXPECT_EQ(v_world(j), v_self(j)) << j;
+  for (std::int64_t i = rows.begin; i < rows.end; ++i) EXPECT_EQ(u_world(i - rows.begin), u_self(i)) << i;
+}
+
+TEST(GwAcrossRanks, AnchorPairsAreTheSame) {
+  const dist::Comm world;
+  const dist::Comm self(MPI_COMM_SELF);
+  const std::int64_t n = 130, k = 20;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> t(n * k), mass(n, 0.0);
+  for (std::int64_t f = 0; f < n * k; ++f) {
+    t[f] = u(rng) * u(rng);
+    mass[f / k] += t[f];
+  }
+  auto block = [&](std::int64_t begin, std::int64_t end) {
+    Matrix<double> m("plan", end - begin, k);
+    auto h = Kokkos::create_mirror_view(m);
+    for (std::int64_t i = begin; i < end; ++i)
+      for (std::int64_t j = 0; j < k; ++j) h(i - begin, j) = t[i * k + j];
+    Kokkos::deep_copy(m, h);
+    return m;
+  };
+  const auto rows = plan_rows(n, world.size(), world.rank());
+  AnchorSampler<double> a(n, 64, world), b(n, 64, self);
+  const auto x = a.draw(block(rows.begin, rows.end), rows.begin, mass, 5, 2);
+  const auto y = b.draw(block(0, n), 0, mass, 5, 2);
+  EXPECT_EQ(x.source, y.source);
+  EXPECT_EQ(x.target, y.target);
+}
