@@ -14,6 +14,7 @@ Subcommand train_test_subcommand();
 Subcommand test_subcommand();
 Subcommand distances_subcommand();
 Subcommand gw_subcommand();
+Subcommand ot_subcommand();
 
 std::vector<Subcommand> all_subcommands() {
   return {
@@ -27,6 +28,7 @@ std::vector<Subcommand> all_subcommands() {
       test_subcommand(),
       distances_subcommand(),
       gw_subcommand(),
+      ot_subcommand(),
   };
 }
 

@@ -1,0 +1,213 @@
+// kotml ot from the command line: the JSON it prints, the plan file it writes,
+// and one error line with exit code 2 for every kind of bad input.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kotml/io/hdf5.hpp"
+#include "kotml/ot/network_simplex.hpp"
+#include "ot_test_support.hpp"
+#include "support/cli_runner.hpp"
+
+namespace kotml::ot {
+namespace {
+
+using kotml::test::run_kotml;
+using kotml::test::TempDir;
+
+struct Problem {
+  std::int64_t n = 23, m = 17;
+  int dim = 3;
+  std::vector<double> x = test::normal_points(23, 3, 2000);
+  std::vector<double> y = test::normal_points(17, 3, 2001, 0.5);
+  std::vector<double> a, b;
+};
+
+void write_input(const std::string& path, const Problem& p, bool with_weights = true) {
+  auto file = io::h5::File::create(path);
+  file.write("/x", p.x, {p.n, p.dim});
+  file.write("/y", p.y, {p.m, static_cast<std::int64_t>(p.y.size()) / std::max<std::int64_t>(p.m, 1)});
+  if (with_weights && !p.a.empty()) file.write("/a", p.a);
+  if (with_weights && !p.b.empty()) file.write("/b", p.b);
+  file.close();
+}
+
+nlohmann::json parse(const kotml::test::CliResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(OtCli, EmdPrintsTheExactCostAndWritesTheSparsePlan) {
+  TempDir dir;
+  Problem p;
+  p.a.assign(static_cast<std::size_t>(p.n), 1.0);
+  p.a[3] = 5.0;
+  p.a[7] = 0.0;
+  write_input(dir.file("in.h5"), p);
+  const auto r = run_kotml({"ot", "--input", dir.file("in.h5"), "--plan", dir.file("plan.h5")});
+  const auto json = parse(r);
+  for (const char* key : {"solver", "cost", "objective", "iterations", "marginal_error", "status", "seconds"})
+    EXPECT_TRUE(json.contains(key)) << key;
+  EXPECT_EQ(json["solver"], "emd");
+  EXPECT_EQ(json["status"], "optimal");
+  HostMatrix<double> C("C", p.n, p.m);
+  for (std::int64_t i = 0; i < p.n; ++i)
+    for (std::int64_t j = 0; j < p.m; ++j)
+      C(i, j) = ground_cost<double>(Cost::euclidean, &p.x[static_cast<std::size_t>(3 * i)],
+                                    &p.y[static_cast<std::size_t>(3 * j)], 3, 0.0, 0.0);
+  const auto sol = emd_dense(C, p.a, std::vector<double>(static_cast<std::size_t>(p.m), 1.0), EmdOptions{});
+  EXPECT_LE(test::relative_error(json["cost"].get<double>(), sol.summary.cost), 1e-13);
+  EXPECT_LT(json["marginal_error"].get<double>(), 1e-12);
+  const auto plan = io::h5::File::open_read(dir.file("plan.h5"));
+  const auto values = plan.read<double>("/plan_value");
+  const auto rows = plan.read<std::int64_t>("/plan_row");
+  EXPECT_EQ(static_cast<std::int64_t>(values.size()), json["plan_size"].get<std::int64_t>());
+  double total = 0, on_zero_row = 0;
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    total += values[e];
+    if (rows[e] == 7) on_zero_row += values[e];
+  }
+  EXPECT_NEAR(total, 1.0, 1e-14);
+  EXPECT_EQ(on_zero_row, 0.0);
+  EXPECT_EQ(plan.read<double>("/f").size(), static_cast<std::size_t>(p.n));
+}
+
+TEST(OtCli, SinkhornWritesTheDensePlanAndHonoursItsOptions) {
+  TempDir dir;
+  Problem p;
+  write_input(dir.file("in.h5"), p);
+  const auto r = run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--cost", "sqeuclidean",
+                            "--epsilon", "0.5", "--relative-epsilon", "--tol", "1e-11", "--plan",
+                            dir.file("plan.h5")});
+  const auto json = parse(r);
+  EXPECT_EQ(json["status"], "optimal");
+  EXPECT_LT(json["marginal_error"].get<double>(), 1e-11);
+  double mean = 0;
+  for (std::int64_t i = 0; i < p.n; ++i)
+    for (std::int64_t j = 0; j < p.m; ++j)
+      mean += ground_cost<double>(Cost::sqeuclidean, &p.x[static_cast<std::size_t>(3 * i)],
+                                  &p.y[static_cast<std::size_t>(3 * j)], 3, 0.0, 0.0);
+  mean /= static_cast<double>(p.n * p.m);
+  EXPECT_LE(test::relative_error(json["epsilon"].get<double>(), 0.5 * mean), 1e-12);
+  const auto plan = io::h5::File::open_read(dir.file("plan.h5"));
+  EXPECT_EQ(plan.shape("/plan"), (std::vector<std::int64_t>{p.n, p.m}));
+  const auto P = plan.read<double>("/plan");
+  double cost = 0, total = 0;
+  for (std::int64_t i = 0; i < p.n; ++i)
+    for (std::int64_t j = 0; j < p.m; ++j) {
+      const double v = P[static_cast<std::size_t>(i * p.m + j)];
+      total += v;
+      cost += v * ground_cost<double>(Cost::sqeuclidean, &p.x[static_cast<std::size_t>(3 * i)],
+                                      &p.y[static_cast<std::size_t>(3 * j)], 3, 0.0, 0.0);
+    }
+  EXPECT_NEAR(total, 1.0, 1e-11);
+  EXPECT_LE(test::relative_error(cost, json["cost"].get<double>()), 1e-12);
+
+  // Unbalanced: mass is no longer held; the marginal error measures the fixed point.
+  const auto u = parse(run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--epsilon", "0.2",
+                                  "--tau-a", "0.7", "--tau-b", "0.9"}));
+  EXPECT_EQ(u["status"], "optimal");
+  EXPECT_EQ(u["tau_a"].get<double>(), 0.7);
+}
+
+TEST(OtCli, IterationLimitIsAWarningNotAnError) {
+  TempDir dir;
+  Problem p;
+  write_input(dir.file("in.h5"), p);
+  const auto r = run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--epsilon", "0.01",
+                            "--max-iter", "3", "--tol", "0"});
+  const auto json = parse(r);
+  EXPECT_EQ(json["status"], "max_iter");
+  EXPECT_EQ(json["iterations"], 3);
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.error_lines()[0].find("warning"), std::string::npos);
+  const auto e = run_kotml({"ot", "--input", dir.file("in.h5"), "--max-iter", "2"});
+  EXPECT_EQ(parse(e)["status"], "max_iter");
+  EXPECT_EQ(e.error_lines().size(), 1u);
+}
+
+TEST(OtCli, SameOutputOnSeveralRanks) {
+  TempDir dir;
+  Problem p;
+  write_input(dir.file("in.h5"), p);
+  const auto one = parse(run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn"}));
+  const auto two = parse(run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn"}, 2));
+  EXPECT_EQ(one["cost"], two["cost"]);
+  EXPECT_EQ(one["iterations"], two["iterations"]);
+  const auto bad = run_kotml({"ot", "--input", dir.file("missing.h5")}, 2);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.error_lines().size(), 1u) << bad.err;
+}
+
+void expect_one_error(const std::vector<std::string>& args, const std::string& fragment,
+                      const std::string& plan = "") {
+  const auto r = run_kotml(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.error_lines()[0].find(fragment), std::string::npos) << r.error_lines()[0];
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  if (!plan.empty()) {
+    EXPECT_FALSE(kotml::test::file_exists(plan));
+  }
+}
+
+TEST(OtCli, BadInputIsOneErrorLineAndExitCodeTwo) {
+  TempDir dir;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto variant = [&](const std::string& name, auto change) {
+    Problem p;
+    change(p);
+    write_input(dir.file(name), p);
+    return dir.file(name);
+  };
+  const std::string plan = dir.file("plan.h5");
+  expect_one_error({"ot", "--input", variant("nan_x.h5", [&](Problem& p) { p.x[5] = nan; }), "--plan", plan},
+                   "/x", plan);
+  expect_one_error({"ot", "--input", variant("inf_y.h5", [&](Problem& p) { p.y[0] = inf; })}, "non-finite");
+  expect_one_error({"ot", "--input", variant("nan_a.h5", [&](Problem& p) {
+                      p.a.assign(23, 1.0);
+                      p.a[2] = nan;
+                    })},
+                   "/a");
+  expect_one_error({"ot", "--input", variant("neg_b.h5", [&](Problem& p) {
+                      p.b.assign(17, 1.0);
+                      p.b[4] = -0.5;
+                    }),
+                    "--solver", "sinkhorn", "--plan", plan},
+                   "negative", plan);
+  expect_one_error({"ot", "--input", variant("zero_a.h5", [&](Problem& p) { p.a.assign(23, 0.0); })},
+                   "sum to zero");
+  expect_one_error({"ot", "--input", variant("dims.h5", [&](Problem& p) {
+                      p.y = test::normal_points(17, 4, 2002);
+                    })},
+                   "dimensions");
+  expect_one_error({"ot", "--input", variant("a_length.h5", [&](Problem& p) { p.a.assign(5, 1.0); })}, "/a");
+  expect_one_error({"ot", "--input", variant("empty.h5", [&](Problem& p) {
+                      p.x.clear();
+                      p.n = 0;
+                    })},
+                   "empty");
+  const std::string good = variant("good.h5", [](Problem&) {});
+  expect_one_error({"ot", "--input", good, "--solver", "sinkhorn", "--epsilon", "0"}, "--epsilon");
+  expect_one_error({"ot", "--input", good, "--solver", "sinkhorn", "--epsilon", "-2"}, "--epsilon");
+  expect_one_error({"ot", "--input", good, "--solver", "sinkhorn", "--tau-a", "1.5"}, "--tau-a");
+  expect_one_error({"ot", "--input", good, "--epsilon", "0.1"}, "sinkhorn only");
+  expect_one_error({"ot", "--input", good, "--cost", "manhattan"}, "--cost");
+  expect_one_error({"ot", "--input", good, "--solver", "simplex"}, "--solver");
+  expect_one_error({"ot", "--input", dir.file("nothing.h5")}, "nothing.h5");
+  {
+    auto file = io::h5::File::create(dir.file("no_y.h5"));
+    file.write("/x", std::vector<double>{1, 2, 3, 4}, {2, 2});
+    file.close();
+    expect_one_error({"ot", "--input", dir.file("no_y.h5")}, "/y");
+  }
+}
+
+}  // namespace
+}  // namespace kotml::ot
