@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include "kotml/core/error.hpp"
@@ -46,14 +47,27 @@ struct Benchmark {
   }
 };
 
+/// The benchmark clouds and one run per (mode, precision), shared by the tests
+/// that look at them and released before Kokkos finalises.
+class SpiralBenchmark : public ::testing::Test {
+ public:
+  static void TearDownTestSuite() {
+    done.clear();
+    clouds.reset();
+  }
+  static std::unique_ptr<Benchmark> clouds;
+  static std::map<std::pair<DistanceMode, bool>, SampledGwResult> done;
+};
+std::unique_ptr<Benchmark> SpiralBenchmark::clouds;
+std::map<std::pair<DistanceMode, bool>, SampledGwResult> SpiralBenchmark::done;
+
 const Benchmark& benchmark() {
-  static const Benchmark b;
-  return b;
+  if (!SpiralBenchmark::clouds) SpiralBenchmark::clouds = std::make_unique<Benchmark>();
+  return *SpiralBenchmark::clouds;
 }
 
-/// One run per (mode, precision), shared by the tests that look at it.
 const SampledGwResult& run_mode(DistanceMode mode, bool mixed) {
-  static std::map<std::pair<DistanceMode, bool>, SampledGwResult> done;
+  auto& done = SpiralBenchmark::done;
   const auto key = std::make_pair(mode, mixed);
   if (done.count(key)) return done.at(key);
   const auto& b = benchmark();
@@ -84,7 +98,7 @@ double rho_of(const SampledGwResult& r) {
 
 }  // namespace
 
-TEST(SampledGw, SpiralToSwissRollDijkstra) {
+TEST_F(SpiralBenchmark, SpiralToSwissRollDijkstra) {
   const auto& r = run_mode(DistanceMode::dijkstra, false);
   const double rho = rho_of(r);
   EXPECT_GE(std::fabs(rho), 0.99) << "rho " << rho;
@@ -105,17 +119,17 @@ TEST(SampledGw, SpiralToSwissRollDijkstra) {
   EXPECT_LT(r.final_epsilon, 0.005);
 }
 
-TEST(SampledGw, SpiralToSwissRollPrecomputed) {
+TEST_F(SpiralBenchmark, SpiralToSwissRollPrecomputed) {
   const double rho = rho_of(run_mode(DistanceMode::precomputed, false));
   EXPECT_GE(std::fabs(rho), 0.99) << "rho " << rho;
 }
 
-TEST(SampledGw, SpiralToSwissRollLandmarkMixedPrecision) {
+TEST_F(SpiralBenchmark, SpiralToSwissRollLandmarkMixedPrecision) {
   const double rho = rho_of(run_mode(DistanceMode::landmark, true));
   EXPECT_GE(std::fabs(rho), 0.99) << "rho " << rho;
 }
 
-TEST(SampledGw, PrecomputedAndDijkstraAgreeExactly) {
+TEST_F(SpiralBenchmark, PrecomputedAndDijkstraAgreeExactly) {
   // Both modes give the same float32 geodesics, so with one seed the runs are
   // the same run.
   const auto& a = run_mode(DistanceMode::precomputed, false);
