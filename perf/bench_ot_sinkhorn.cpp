@@ -1,0 +1,187 @@
+// Log-domain Sinkhorn timings and the machine's roofline for its kernel.
+//
+//   BM_SinkhornBatch<T>/iters   64 problems of 250×250 (clouds of d = 50,
+//                               Euclidean cost, ε = 0.5 × mean cost), exactly
+//                               `iters` iterations (tol = 0)
+//   BM_SinkhornDense<T>/iters   one 5000×5000 problem on a precomputed cost
+//   BM_ExpThroughput<T>         fast_exp over an L1-resident array on every
+//                               Kokkos thread: the machine's exp rate
+//   BM_ReadBandwidth            a streaming sum over 512 MB: memory bandwidth
+//
+// Time per iteration = (time(iters = b) − time(iters = a)) / (b − a), which
+// cancels cost setup and final evaluation; perf/ot/compare_ot.py does that
+// arithmetic and puts the roofline next to it. Inputs come from
+// KOTML_OT_BENCH_INPUT (datasets /sinkhorn/batch/points: 128·250 × 50, and
+// /sinkhorn/dense/x, /sinkhorn/dense/y: 5000 × 50), the same points the peers
+// get, or from a fixed stream when unset.
+
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kotml/core/random.hpp"
+#include "kotml/core/types.hpp"
+#include "kotml/io/hdf5.hpp"
+#include "kotml/ot/cost.hpp"
+#include "kotml/ot/fast_exp.hpp"
+#include "kotml/ot/sinkhorn.hpp"
+
+namespace {
+
+using namespace kotml;
+
+constexpr int dim = 50;
+
+std::vector<double> points(const std::string& dataset, std::int64_t rows, std::uint64_t index) {
+  if (const char* path = std::getenv("KOTML_OT_BENCH_INPUT"))
+    return io::h5::File::open_read(path).read<double>(dataset);
+  random::Stream s(2027, random::Purpose::test_data, index);
+  std::vector<double> v(static_cast<std::size_t>(rows * dim));
+  for (auto& x : v) x = s.normal();
+  return v;
+}
+
+template <class T>
+void BM_SinkhornBatch(benchmark::State& state) {
+  constexpr std::int64_t problems = 64, n = 250;
+  const auto all = points("/sinkhorn/batch/points", 2 * problems * n, 1);
+  std::vector<std::vector<T>> clouds;
+  for (std::int64_t c = 0; c < 2 * problems; ++c)
+    clouds.emplace_back(all.begin() + c * n * dim, all.begin() + (c + 1) * n * dim);
+  const auto batch = ot::make_cloud_batch<T>(clouds, dim);
+  std::vector<ot::Pair> pairs;
+  for (std::int32_t u = 0; u < problems; ++u) pairs.push_back({2 * u, 2 * u + 1});
+  ot::SinkhornOptions o;
+  o.epsilon = 0.5;
+  o.relative_epsilon = true;
+  o.tol = 0;
+  o.max_iter = static_cast<int>(state.range(0));
+  double checksum = 0;
+  for (auto _ : state) {
+    const auto r = ot::sinkhorn<T>(batch, pairs, ot::Cost::euclidean, o);
+    checksum = r.summary(0).cost;
+    benchmark::DoNotOptimize(&checksum);
+  }
+  state.counters["problems"] = problems;
+  state.counters["iterations"] = static_cast<double>(o.max_iter);
+  state.counters["threads"] = Kokkos::DefaultExecutionSpace().concurrency();
+}
+BENCHMARK_TEMPLATE(BM_SinkhornBatch, float)->Arg(10)->Arg(60)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SinkhornBatch, double)->Arg(10)->Arg(60)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+template <class T>
+void BM_SinkhornDense(benchmark::State& state) {
+  constexpr std::int64_t n = 5000;
+  const auto x = points("/sinkhorn/dense/x", n, 2);
+  const auto y = points("/sinkhorn/dense/y", n, 3);
+  Matrix<T> X("x", n, dim), Y("y", n, dim), C("C", n, n);
+  {
+    auto hx = Kokkos::create_mirror_view(X);
+    auto hy = Kokkos::create_mirror_view(Y);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (int k = 0; k < dim; ++k) {
+        hx(i, k) = static_cast<T>(x[static_cast<std::size_t>(i * dim + k)]);
+        hy(i, k) = static_cast<T>(y[static_cast<std::size_t>(i * dim + k)]);
+      }
+    Kokkos::deep_copy(X, hx);
+    Kokkos::deep_copy(Y, hy);
+  }
+  ot::cost_matrix<T>(ot::Cost::euclidean, X, Y, C);
+  Vector<double> w("w", n);
+  Kokkos::deep_copy(w, 1.0 / n);
+  Vector<T> f("f", n), g("g", n);
+  ot::SinkhornOptions o;
+  o.epsilon = 0.5;
+  o.relative_epsilon = true;
+  o.tol = 0;
+  o.max_iter = static_cast<int>(state.range(0));
+  ot::DenseSinkhorn<T> solver;
+  double checksum = 0;
+  for (auto _ : state) {
+    Kokkos::deep_copy(f, T(0));
+    Kokkos::deep_copy(g, T(0));
+    checksum = solver.solve(C, w, w, o, f, g).cost;
+    benchmark::DoNotOptimize(&checksum);
+  }
+  state.counters["iterations"] = static_cast<double>(o.max_iter);
+  state.counters["threads"] = Kokkos::DefaultExecutionSpace().concurrency();
+}
+BENCHMARK_TEMPLATE(BM_SinkhornDense, float)->Arg(2)->Arg(12)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SinkhornDense, double)->Arg(2)->Arg(12)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The exp rate is measured with the same SIMD levels the Sinkhorn row kernels
+// are built for (row_lse.cpp), on the host threads.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KOTML_BENCH_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KOTML_BENCH_SIMD_CLONES
+#endif
+
+template <class T, int lanes>
+__attribute__((always_inline)) inline T exp_sweep_lanes(const T* x, int repeats) {
+  T acc[lanes] = {};
+  for (int r = 0; r < repeats; ++r)
+    for (int j = 0; j < 4096; j += lanes)
+      for (int l = 0; l < lanes; ++l) acc[l] += ot::fast_exp(x[j + l] - static_cast<T>(r & 1));
+  T sum = 0;
+  for (int l = 0; l < lanes; ++l) sum += acc[l];
+  return sum;
+}
+KOTML_BENCH_SIMD_CLONES double exp_sweep(const double* x, int repeats) { return exp_sweep_lanes<double, 8>(x, repeats); }
+KOTML_BENCH_SIMD_CLONES float exp_sweep(const float* x, int repeats) { return exp_sweep_lanes<float, 16>(x, repeats); }
+
+/// 4096 values per thread, held in L1, swept `repeats` times.
+template <class T>
+void BM_ExpThroughput(benchmark::State& state) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const int threads = Host().concurrency();
+  Kokkos::View<T**, Kokkos::LayoutRight, HostSpace> values("values", threads, 4096);
+  for (int t = 0; t < threads; ++t)
+    for (int j = 0; j < 4096; ++j) values(t, j) = -static_cast<T>((j * 37 + t) % 400) * T(0.05);
+  const int repeats = 2000;
+  for (auto _ : state) {
+    T sum = 0;
+    Kokkos::parallel_reduce(
+        "bench::exp_sweep", Kokkos::RangePolicy<Host>(0, threads),
+        [=](const int t, T& s) { s += exp_sweep(&values(t, 0), repeats); }, sum);
+    benchmark::DoNotOptimize(&sum);
+  }
+  state.counters["exp_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * threads * repeats * 4096.0, benchmark::Counter::kIsRate);
+  state.counters["threads"] = threads;
+}
+BENCHMARK_TEMPLATE(BM_ExpThroughput, float)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_ExpThroughput, double)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// Streaming read of 512 MB: blocks of 4096 doubles, each summed in 8 lanes so
+/// that the adds keep up with the loads.
+void BM_ReadBandwidth(benchmark::State& state) {
+  const std::int64_t count = std::int64_t(64) << 20;
+  const std::int64_t blocks = count / 4096;
+  Vector<double> data("data", count);
+  Kokkos::deep_copy(data, 1.0);
+  for (auto _ : state) {
+    double sum = 0;
+    Kokkos::parallel_reduce(
+        "bench::stream_sum", Kokkos::RangePolicy<ExecSpace>(0, blocks),
+        KOKKOS_LAMBDA(const std::int64_t b, double& s) {
+          double acc[8] = {};
+          const double* x = &data(b * 4096);
+          for (int j = 0; j < 4096; j += 8)
+            for (int l = 0; l < 8; ++l) acc[l] += x[j + l];
+          for (int l = 0; l < 8; ++l) s += acc[l];
+        },
+        sum);
+    benchmark::DoNotOptimize(&sum);
+  }
+  state.counters["bytes_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * count * 8.0, benchmark::Counter::kIsRate);
+  state.counters["threads"] = Kokkos::DefaultExecutionSpace().concurrency();
+}
+BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
