@@ -41,9 +41,9 @@ Subcommand prep_subcommand() {
         ("no-pca", po::bool_switch(), "skip PCA")
         ("n-comps", po::value<std::int64_t>(), "principal components (default: min(50, min(cells, genes) - 1))")
         ("pca-tol", po::value<double>()->default_value(d.pca.tol), "PCA: relative residual of the Ritz pairs")
-        ("pca-max-iter", po::value<std::int64_t>()->default_value(d.pca.max_iter), "PCA: most subspace iterations")
-        ("pca-oversample", po::value<std::int64_t>()->default_value(0),
-         "PCA: extra block vectors (0: max(10, n-comps/2))")
+        ("pca-block", po::value<std::int64_t>()->default_value(d.pca.block_size), "PCA: Lanczos block size")
+        ("pca-max-basis", po::value<std::int64_t>()->default_value(0),
+         "PCA: largest Lanczos basis (0: min(genes, max(20 n-comps, 400)))")
         ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the PCA start block")
         ("compression", po::value<int>()->default_value(0), "gzip level of the output matrices (0-9)");
     positional.add("input", 1);
@@ -70,8 +70,8 @@ Subcommand prep_subcommand() {
       o.pca.n_comps = positive<std::int64_t>(vm, "n-comps");
     }
     o.pca.tol = positive<double>(vm, "pca-tol");
-    o.pca.max_iter = positive<std::int64_t>(vm, "pca-max-iter");
-    o.pca.oversample = non_negative<std::int64_t>(vm, "pca-oversample");
+    o.pca.block_size = positive<std::int64_t>(vm, "pca-block");
+    o.pca.max_basis = non_negative<std::int64_t>(vm, "pca-max-basis");
     o.pca.seed = vm["seed"].as<std::uint64_t>();
     o.compression_level = in_range<int>(vm, "compression", 0, 9);
     if (o.input == o.output) throw Error::option("output", "must differ from the input file");
@@ -86,7 +86,7 @@ Subcommand prep_subcommand() {
     if (o.normalize) text << "; normalize_total(" << o.target_sum << ") + log1p";
     if (o.select_hvg) text << "; " << report.n_hvg << " highly variable genes";
     if (o.run_pca)
-      text << "; PCA " << report.n_comps << " components (" << report.pca_iterations << " iterations, "
+      text << "; PCA " << report.n_comps << " components (Lanczos basis " << report.pca_basis << ", "
            << (report.pca_converged ? "converged" : "NOT converged") << ", explained variance "
            << report.explained_variance << ")";
     text << "\nwrote " << o.output << "\n";

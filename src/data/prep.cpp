@@ -130,14 +130,15 @@ PrepReport run_prep(const PrepOptions& o) {
     pca_result = pca(select_columns(x, genes), po);
     report.n_comps = po.n_comps;
     report.pca_iterations = pca_result.iterations;
+    report.pca_basis = pca_result.basis_size;
     report.pca_converged = pca_result.converged;
     report.pca_residual = pca_result.residual;
     for (const double r : pca_result.variance_ratio) report.explained_variance += r;
     if (!pca_result.converged)
-      report.warnings.push_back("PCA stopped after " + std::to_string(pca_result.iterations) +
-                                " iterations with relative residual " + std::to_string(pca_result.residual) +
+      report.warnings.push_back("PCA stopped at a Lanczos basis of " + std::to_string(pca_result.basis_size) +
+                                " vectors with relative residual " + std::to_string(pca_result.residual) +
                                 " (tolerance " + std::to_string(po.tol) +
-                                "); trailing components may be inexact (raise --pca-max-iter)");
+                                "); trailing components may be inexact (raise --pca-max-basis)");
   }
 
   // The output file.
@@ -194,6 +195,7 @@ PrepReport run_prep(const PrepOptions& o) {
     out.uns_arrays.push_back({"pca/variance_ratio", {pca_result.variance_ratio, {k}}});
     out.uns_strings.emplace_back("pca/params/mask_var", o.select_hvg ? "highly_variable" : "none");
     out.uns_scalars.emplace_back("kotml_prep/pca_iterations", static_cast<double>(pca_result.iterations));
+    out.uns_scalars.emplace_back("kotml_prep/pca_basis", static_cast<double>(pca_result.basis_size));
     out.uns_scalars.emplace_back("kotml_prep/pca_residual", pca_result.residual);
     out.uns_scalars.emplace_back("kotml_prep/pca_seed", static_cast<double>(o.pca.seed));
   }

@@ -232,6 +232,45 @@ TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
   EXPECT_THROW(pca(x, o), Error);
 }
 
+TEST(Pca, LanczosConvergesBeforeTheFullSpace) {
+  // 400 cells × 300 features with a planted rank-8 signal over isotropic noise:
+  // the leading 5 axes converge long before the basis spans all 300 features.
+  random::Stream s(17, random::Purpose::test_data, 0);
+  const std::int64_t n = 400, g = 300, rank = 8;
+  Mat u(n, rank), v(rank, g);
+  for (Eigen::Index i = 0; i < u.size(); ++i) u.data()[i] = s.normal();
+  for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = s.normal();
+  HostCsr x;
+  x.rows = n;
+  x.cols = g;
+  x.indptr.push_back(0);
+  Mat dense = Mat::Zero(n, g);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < g; ++j) {
+      double value = 0.5 * s.normal() + 1.0;
+      for (std::int64_t r = 0; r < rank; ++r) value += (3.0 * std::pow(0.8, r)) * u(i, r) * v(r, j);
+      x.indices.push_back(j);
+      x.values.push_back(static_cast<float>(value));
+      dense(i, j) = static_cast<float>(value);
+    }
+    x.indptr.push_back(static_cast<std::int64_t>(x.indices.size()));
+  }
+  PcaOptions o;
+  o.n_comps = 5;
+  o.tol = 1e-9;
+  const auto r = pca(x, o);
+  ASSERT_TRUE(r.converged);
+  EXPECT_LT(r.basis_size, g / 2);
+  const Mat centred = dense.rowwise() - dense.colwise().mean();
+  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV);
+  for (int c = 0; c < 5; ++c) {
+    Eigen::VectorXd ours(g);
+    for (std::int64_t j = 0; j < g; ++j) ours(j) = r.components[c * g + j];
+    EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-6) << c;
+    EXPECT_NEAR(r.singular_values[c], svd.singularValues()(c), 1e-8 * svd.singularValues()(0)) << c;
+  }
+}
+
 TEST(Prep, WritesScanpyLayoutAndCohortsUseItsPcs) {
   test::TempDir dir;
   PrepOptions o;

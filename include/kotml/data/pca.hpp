@@ -4,14 +4,17 @@
 // (A V = X V - 1 (mu^T V), A^T B = X^T B - mu (1^T B)), so no dense cells ×
 // features copy is formed.
 //
-// Method: randomized block subspace iteration with Rayleigh–Ritz (Halko,
-// Martinsson & Tropp 2011, Alg. 4.4 with a Ritz step per iteration). A block of
-// l = n_comps + oversample Gaussian vectors (stream Purpose::pca) is multiplied by
-// A^T A and re-orthonormalised until the leading n_comps Ritz pairs (theta, y) of
-// A^T A have relative residuals ||A^T A y - theta y|| / theta below tol. The
-// products with A and A^T are Kokkos kernels (one row, resp. one feature, per
-// league entry; sums in a fixed order, so the result is independent of the
-// thread count); QR and the small eigenproblem are Eigen on the host.
+// Method: block Lanczos on the Gram operator C = A^T A with full
+// reorthogonalisation (Golub & Van Loan §10.3; what ARPACK does for svds, without
+// restarts). Blocks of block_size vectors, started from a Gaussian block (stream
+// Purpose::pca), are multiplied by C and orthogonalised twice against the whole
+// basis; the projected matrix T = Q^T C Q gives Ritz pairs (theta, y), with
+// residuals ||C y - theta y|| read off the last block. The iteration stops when
+// the leading n_comps residuals fall below tol · theta, or when the basis reaches
+// max_basis vectors (then the full-space limit is exact). The products with A
+// and A^T are Kokkos kernels (one row, resp. one feature, per league entry, sums
+// in a fixed order, so the result does not depend on the thread count); the
+// basis algebra (g × m, g = features) is Eigen on the host.
 //
 // Output as scanpy's pp.pca: components (rows = principal axes), scores
 // A y_i = U_i s_i, variance s_i^2 / (n - 1), variance ratio over the total
@@ -27,9 +30,9 @@ namespace kotml::data {
 
 struct PcaOptions {
   std::int64_t n_comps = 50;
-  std::int64_t oversample = 0;  // 0: max(10, n_comps / 2)
-  std::int64_t max_iter = 300;
-  double tol = 1e-7;
+  std::int64_t block_size = 8;
+  std::int64_t max_basis = 0;  // 0: min(features, max(20 · n_comps, 400))
+  double tol = 1e-8;           // relative residual of the leading Ritz pairs
   std::uint64_t seed = 0;
 };
 
@@ -41,7 +44,8 @@ struct PcaResult {
   std::vector<double> singular_values; // n_comps, descending
   std::vector<double> variance;        // singular_values² / (n_obs - 1)
   std::vector<double> variance_ratio;  // variance / total variance of the features
-  std::int64_t iterations = 0;
+  std::int64_t iterations = 0;        // blocks multiplied by A^T A
+  std::int64_t basis_size = 0;
   bool converged = false;
   double residual = 0;                 // largest relative Ritz residual at the end
 };
