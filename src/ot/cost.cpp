@@ -93,7 +93,35 @@ void finish_gemm_cost(Cost kind, const Matrix<const T>& X, const Matrix<const T>
       });
 }
 
+template <class T>
+void project_rows(const Matrix<const T>& X, const Matrix<const double>& A, const Matrix<T>& Z) {
+  const auto d = static_cast<std::int64_t>(X.extent(1));
+  Kokkos::parallel_for(
+      "kotml::ot::project",
+      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {X.extent(0), A.extent(0)}),
+      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t a) {
+        double s = 0;
+        for (std::int64_t c = 0; c < d; ++c) s += A(a, c) * static_cast<double>(X(i, c));
+        Z(i, a) = static_cast<T>(s);
+      });
+}
+
+template <class T>
+void norms_in_double(const Matrix<const T>& X, const Vector<double>& norms) {
+  const int dim = static_cast<int>(X.extent(1));
+  Kokkos::parallel_for(
+      "kotml::ot::point_norms", Kokkos::RangePolicy<ExecSpace>(0, X.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) { norms(i) = row_norm<double>(&X(i, 0), dim); });
+}
+
 }  // namespace
+
+template <class T>
+void point_norms(const Matrix<const T>& X, const Vector<double>& norms) {
+  if (norms.extent(0) != X.extent(0)) throw Error("", "norms", "one norm per row is needed");
+  norms_in_double(X, norms);
+  Kokkos::fence();
+}
 
 template <class T>
 void cost_matrix(Cost kind, const Matrix<const T>& X, const Matrix<const T>& Y, const Matrix<T>& C) {
@@ -125,15 +153,7 @@ void project(const Matrix<const T>& X, const Matrix<const double>& A, const Matr
                                   " dimensions");
   if (Z.extent(0) != X.extent(0) || Z.extent(1) != A.extent(0))
     throw Error("", "metric", "the projection output has the wrong shape");
-  const auto d = static_cast<std::int64_t>(X.extent(1));
-  Kokkos::parallel_for(
-      "kotml::ot::project",
-      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {X.extent(0), A.extent(0)}),
-      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t a) {
-        double s = 0;
-        for (std::int64_t c = 0; c < d; ++c) s += A(a, c) * static_cast<double>(X(i, c));
-        Z(i, a) = static_cast<T>(s);
-      });
+  project_rows(X, A, Z);
   Kokkos::fence();
 }
 
@@ -141,6 +161,8 @@ template void cost_matrix<float>(Cost, const Matrix<const float>&, const Matrix<
                                  const Matrix<float>&);
 template void cost_matrix<double>(Cost, const Matrix<const double>&, const Matrix<const double>&,
                                   const Matrix<double>&);
+template void point_norms<float>(const Matrix<const float>&, const Vector<double>&);
+template void point_norms<double>(const Matrix<const double>&, const Vector<double>&);
 template void project<float>(const Matrix<const float>&, const Matrix<const double>&, const Matrix<float>&);
 template void project<double>(const Matrix<const double>&, const Matrix<const double>&,
                               const Matrix<double>&);

@@ -364,11 +364,7 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
   Vector<double> norms;
   if (cost == Cost::cosine) {
     norms = Vector<double>(no_init("kotml::ot::point_norms"), clouds.points().extent(0));
-    const auto points = clouds.points();
-    const int dim = clouds.dim();
-    Kokkos::parallel_for(
-        "kotml::ot::point_norms", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
-        KOKKOS_LAMBDA(const std::int64_t r) { norms(r) = row_norm<double>(&points(r, 0), dim); });
+    point_norms<T>(clouds.points(), norms);
   }
 
   // Chunks of consecutive problems whose scratch fits the workspace.

@@ -209,11 +209,7 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
   Vector<double> norms;
   if (cost == Cost::cosine) {
     norms = Vector<double>(no_init("kotml::ot::point_norms"), clouds.points().extent(0));
-    const auto points = clouds.points();
-    const int dim = clouds.dim();
-    Kokkos::parallel_for(
-        "kotml::ot::point_norms", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
-        KOKKOS_LAMBDA(const std::int64_t r) { norms(r) = row_norm<double>(&points(r, 0), dim); });
+    point_norms<T>(clouds.points(), norms);
   }
 
   double epsilon = options.epsilon;
@@ -310,21 +306,56 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
 namespace {
 
 template <class T>
-double mean_of(const Matrix<const T>& C) {
-  const auto n = static_cast<std::int64_t>(C.extent(0));
+void row_sums(const Matrix<const T>& C, const Vector<double>& sums) {
   const auto m = static_cast<std::int64_t>(C.extent(1));
-  Vector<double> sums(no_init("kotml::ot::dense_row_sums"), n);
   Kokkos::parallel_for(
-      "kotml::ot::dense_row_sums", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+      "kotml::ot::dense_row_sums", Kokkos::RangePolicy<ExecSpace>(0, C.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) {
         double s = 0;
         for (std::int64_t j = 0; j < m; ++j) s += static_cast<double>(C(i, j));
         sums(i) = s;
       });
+}
+
+/// Mean entry of C, rows summed in order on the host (deterministic).
+template <class T>
+double mean_of(const Matrix<const T>& C) {
+  const auto n = static_cast<std::int64_t>(C.extent(0));
+  const auto m = static_cast<std::int64_t>(C.extent(1));
+  Vector<double> sums(no_init("kotml::ot::dense_row_sums"), n);
+  row_sums(C, sums);
   auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), sums);
   double total = 0;
   for (std::int64_t i = 0; i < n; ++i) total += host(i);
   return n * m > 0 ? total / (static_cast<double>(n) * static_cast<double>(m)) : 0.0;
 }
+
+/// Marginals of a dense problem: a, b as given, normalised to unit mass when
+/// balanced; log 0 = −∞ marks a zero weight.
+template <class T>
+struct DenseWeights {
+  Vector<const double> a_in, b_in;
+  Vector<T> a, log_a, b, log_b;
+  bool normalise;
+
+  KOKKOS_INLINE_FUNCTION void fill(const Vector<const double>& in, const Vector<T>& w, const Vector<T>& log_w) const {
+    const auto count = static_cast<std::int64_t>(in.extent(0));
+    double total = 0;
+    for (std::int64_t i = 0; i < count; ++i) total += in(i);
+    const double scale = normalise ? 1.0 / total : 1.0;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double v = in(i) * scale;
+      w(i) = static_cast<T>(v);
+      log_w(i) = v > 0 ? static_cast<T>(kmath::log(v)) : -kmath::infinity<T>();
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(const int side) const {
+    if (side == 0)
+      fill(a_in, a, log_a);
+    else
+      fill(b_in, b, log_b);
+  }
+};
 
 template <class T>
 void transpose_into(const Matrix<const T>& C, const Vector<T>& out) {
@@ -382,25 +413,8 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
 
   detail::SinkhornState<T> state;
   state.allocate(n, m);
-  {
-    auto a_ = state.a, log_a = state.log_a, b_ = state.b, log_b = state.log_b;
-    const bool normalise = options.balanced();
-    Kokkos::parallel_for(
-        "kotml::ot::dense_weights", Kokkos::RangePolicy<ExecSpace>(0, 1), KOKKOS_LAMBDA(const int) {
-          double sa = 0, sb = 0;
-          for (std::int64_t i = 0; i < n; ++i) sa += a(i);
-          for (std::int64_t j = 0; j < m; ++j) sb += b(j);
-          const double ka = normalise ? 1.0 / sa : 1.0, kb = normalise ? 1.0 / sb : 1.0;
-          for (std::int64_t i = 0; i < n; ++i) {
-            a_(i) = static_cast<T>(a(i) * ka);
-            log_a(i) = a(i) > 0 ? static_cast<T>(kmath::log(a(i) * ka)) : -kmath::infinity<T>();
-          }
-          for (std::int64_t j = 0; j < m; ++j) {
-            b_(j) = static_cast<T>(b(j) * kb);
-            log_b(j) = b(j) > 0 ? static_cast<T>(kmath::log(b(j) * kb)) : -kmath::infinity<T>();
-          }
-        });
-  }
+  Kokkos::parallel_for("kotml::ot::dense_weights", Kokkos::RangePolicy<ExecSpace>(0, 2),
+                       DenseWeights<T>{a, b, state.a, state.log_a, state.b, state.log_b, options.balanced()});
   Kokkos::deep_copy(state.f, f);
   Kokkos::deep_copy(state.g, g);
 
@@ -442,6 +456,25 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
   return s;
 }
 
+namespace {
+
+template <class T>
+void plan_entries(const Matrix<const T>& C, const Vector<const double>& a, const Vector<const double>& b,
+                  const Vector<const T>& f, const Vector<const T>& g, double scale, double inv_eps,
+                  const Matrix<T>& plan) {
+  Kokkos::parallel_for(
+      "kotml::ot::sinkhorn_plan",
+      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {C.extent(0), C.extent(1)}),
+      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j) {
+        const double w = a(i) * b(j) * scale;
+        plan(i, j) = w > 0 ? static_cast<T>(w * kmath::exp((static_cast<double>(f(i)) + static_cast<double>(g(j)) -
+                                                             static_cast<double>(C(i, j))) * inv_eps))
+                           : T(0);
+      });
+}
+
+}  // namespace
+
 template <class T>
 void sinkhorn_plan(const Matrix<const T>& C, const Vector<const double>& a, const Vector<const double>& b,
                    const Vector<const T>& f, const Vector<const T>& g, double epsilon, bool normalise,
@@ -456,15 +489,7 @@ void sinkhorn_plan(const Matrix<const T>& C, const Vector<const double>& a, cons
   for (std::int64_t i = 0; i < n; ++i) sa += host_a(i);
   for (std::int64_t j = 0; j < m; ++j) sb += host_b(j);
   const double ka = normalise ? 1.0 / sa : 1.0, kb = normalise ? 1.0 / sb : 1.0;
-  const double inv_eps = 1.0 / epsilon;
-  Kokkos::parallel_for(
-      "kotml::ot::sinkhorn_plan", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {n, m}),
-      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j) {
-        const double w = a(i) * ka * b(j) * kb;
-        plan(i, j) = w > 0 ? static_cast<T>(w * kmath::exp((static_cast<double>(f(i)) + static_cast<double>(g(j)) -
-                                                             static_cast<double>(C(i, j))) * inv_eps))
-                           : T(0);
-      });
+  plan_entries(C, a, b, f, g, ka * kb, 1.0 / epsilon, plan);
   Kokkos::fence();
 }
 

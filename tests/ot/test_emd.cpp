@@ -256,6 +256,34 @@ TEST(Emd, InvalidWarmBasisFallsBackToAColdStart) {
                Error);
 }
 
+TEST(Emd, GradientWithRespectToCostIsThePlan) {
+  // A generic problem (unique optimum): W is linear in C near it, with slope P.
+  const std::int64_t n = 12, m = 9;
+  auto x = test::normal_points(n, 2, 1300), y = test::normal_points(m, 2, 1301);
+  std::vector<double> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(m));
+  random::Stream s(5, random::Purpose::test_data, 1302);
+  for (auto& v : a) v = 0.5 + s.uniform();
+  for (auto& v : b) v = 0.5 + s.uniform();
+  HostMatrix<double> C("C", n, m);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < m; ++j)
+      C(i, j) = ground_cost<double>(Cost::euclidean, &x[static_cast<std::size_t>(2 * i)], &y[static_cast<std::size_t>(2 * j)], 2, 0.0, 0.0);
+  const auto base = emd_dense(C, a, b, EmdOptions{});
+  HostMatrix<double> plan("plan", n, m);
+  for (std::size_t e = 0; e < base.plan_value.size(); ++e) plan(base.plan_row[e], base.plan_col[e]) = base.plan_value[e];
+  const double h = 1e-7;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < m; ++j) {
+      HostMatrix<double> up("up", n, m), down("down", n, m);
+      Kokkos::deep_copy(up, C);
+      Kokkos::deep_copy(down, C);
+      up(i, j) += h;
+      down(i, j) -= h;
+      const double fd = (emd_dense(up, a, b, EmdOptions{}).summary.cost - emd_dense(down, a, b, EmdOptions{}).summary.cost) / (2 * h);
+      EXPECT_NEAR(fd, plan(i, j), 1e-7) << i << "," << j;
+    }
+}
+
 // W(A) for one pair of clouds projected by A, and its map gradient.
 double mapped_emd(const std::vector<double>& x, const std::vector<double>& y, std::int64_t n, std::int64_t m,
                   int d, const std::vector<double>& a, int k, Cost cost, HostMatrix<double>* grad = nullptr) {

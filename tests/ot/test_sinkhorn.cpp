@@ -268,6 +268,25 @@ TEST(Sinkhorn, GradientWithRespectToCostIsThePlan) {
   }
 }
 
+TEST(Sinkhorn, PlanFromPotentialsMatchesTheSolversPlan) {
+  for (const Case& c : test::load_cases("sinkhorn")) {
+    SCOPED_TRACE(c.name);
+    SinkhornOptions o = options_for(c, 1e-12);
+    auto host = test::host_cost(c);
+    Matrix<double> C("C", c.n, c.m), P("P", c.n, c.m), Q("Q", c.n, c.m);
+    Kokkos::deep_copy(C, host);
+    Vector<double> f("f", c.n), g("g", c.m);
+    o.keep_plan = true;
+    DenseSinkhorn<double> solver;
+    const auto a = test::device_vector(c.a), b = test::device_vector(c.b);
+    const auto s = solver.solve(C, a, b, o, f, g, P);
+    sinkhorn_plan<double>(C, a, b, f, g, s.epsilon, o.balanced(), Q);
+    auto p = to_host(P), q = to_host(Q);
+    for (std::int64_t i = 0; i < c.n; ++i)
+      for (std::int64_t j = 0; j < c.m; ++j) EXPECT_NEAR(q(i, j), p(i, j), 1e-12 * p(i, j) + 1e-300);
+  }
+}
+
 // Objective of one cloud pair after projecting both clouds by A.
 double mapped_objective(const std::vector<double>& x, const std::vector<double>& y, std::int64_t n,
                         std::int64_t m, int d, const std::vector<double>& a, int k, Cost cost,

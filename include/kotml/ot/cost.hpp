@@ -67,6 +67,10 @@ KOKKOS_INLINE_FUNCTION R ground_cost(Cost kind, const P* x, const Q* y, int dim,
 template <class T>
 void cost_matrix(Cost kind, const Matrix<const T>& X, const Matrix<const T>& Y, const Matrix<T>& C);
 
+/// Euclidean norm of every row of X, in double (the cosine cost needs them).
+template <class T>
+void point_norms(const Matrix<const T>& X, const Vector<double>& norms);
+
 /// Projection by the metric: Z = X Aᵀ (Z: n×k, X: n×d, A: k×d), accumulated in
 /// double whatever T is, each entry summed in a fixed order (deterministic).
 template <class T>
