@@ -196,6 +196,7 @@ Vector<T> device_copy(const std::string& label, const std::vector<T>& host) {
 
 struct StepResult {
   double loss = 0.0;
+  double epsilon = 0.0;  // Sinkhorn: the absolute ε used
   std::int64_t triplets = 0;
   std::int64_t active = 0;
   std::vector<double> grad;  // objective gradient, k·d
@@ -208,8 +209,10 @@ class StepEngine {
   StepEngine(const data::Cohort& cohort, const eval::DonorStore& store, const TrainOptions& options)
       : cohort_(cohort), store_(store), options_(options) {}
 
+  /// fixed_epsilon > 0 replaces the batch's relative ε (gradient checks hold ε
+  /// fixed, as the gradient treats it: GGML-OT detaches the mean-cost scale).
   StepResult run(const std::vector<GlobalId>& batch, const TripletSet& triplets, const MetricMatrix& a,
-                 const dist::Comm& comm, const PairOwners* owners, bool want_gradient);
+                 const dist::Comm& comm, const PairOwners* owners, bool want_gradient, double fixed_epsilon = 0.0);
 
   std::unordered_map<std::uint64_t, std::vector<std::int32_t>>& bases() { return bases_; }
   eval::SolveReport& report() { return report_; }
@@ -224,7 +227,8 @@ class StepEngine {
 };
 
 StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet& triplets, const MetricMatrix& a,
-                           const dist::Comm& comm, const PairOwners* owners, bool want_gradient) {
+                           const dist::Comm& comm, const PairOwners* owners, bool want_gradient,
+                           double fixed_epsilon) {
   const bool exact = options_.ot.exact();
   const auto k = static_cast<std::int64_t>(a.extent(0));
   const auto d = static_cast<std::int64_t>(a.extent(1));
@@ -269,8 +273,8 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
 
   // Sinkhorn: ε relative to the mean cost over every entry of every pair of
   // the batch (GGML-OT), summed exactly across ranks.
-  double epsilon = 0.0;
-  if (!exact) {
+  double epsilon = fixed_epsilon;
+  if (!exact && !(fixed_epsilon > 0.0)) {
     dist::ExactSum cost_sum(1);
     std::int64_t entries = 0;
     comm.phase([&] {
@@ -373,6 +377,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   }
   const auto hinge = hinge_loss(triplets, pair_cost, options_.alpha);
   StepResult result;
+  result.epsilon = epsilon;
   result.loss = hinge.value;
   result.triplets = hinge.n_triplets;
   result.active = hinge.n_active;
@@ -688,11 +693,12 @@ double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store, c
 
 double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& store,
                          const std::vector<GlobalId>& donors, const MetricMatrix& a, const TrainOptions& options,
-                         const dist::Comm& comm, std::vector<double>& grad) {
+                         const dist::Comm& comm, std::vector<double>& grad, double* epsilon) {
   const auto triplets = make_triplets(labels_of(cohort, donors), options, 0, 0);
   StepEngine engine(cohort, store, options);
   const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
-  auto step = engine.run(donors, triplets, a, comm, &owners, true);
+  auto step = engine.run(donors, triplets, a, comm, &owners, true, epsilon ? *epsilon : 0.0);
+  if (epsilon) *epsilon = step.epsilon;
   grad = step.grad;
   add_regularizer_gradient(a, options.reg_type, options.reg, grad);
   return step.loss + regularizer_value(a, options.reg_type, options.reg);

@@ -119,10 +119,13 @@ double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store,
 
 /// Collective. Loss (with regulariser) and its gradient with respect to A of one
 /// full batch of the given donors, exactly as a training step computes them
-/// (for gradient checks). grad receives k·d values.
+/// (for gradient checks). grad receives k·d values. With Sinkhorn, the batch's
+/// ε = entropic_reg × mean cost depends on A, but the gradient treats it as a
+/// constant (GGML-OT detaches that scale too): pass epsilon pointing to 0 to
+/// receive the ε used, or to a positive value to hold ε there.
 double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& store,
                          const std::vector<GlobalId>& donors, const MetricMatrix& a,
                          const TrainOptions& options, const dist::Comm& comm,
-                         std::vector<double>& grad);
+                         std::vector<double>& grad, double* epsilon = nullptr);
 
 }  // namespace kotml::learn

@@ -1,0 +1,95 @@
+// kotml distances: the full donor × donor OT matrix under a ground metric, the
+// pairs spread over MPI ranks, written to HDF5 with the donors, their labels
+// and a 2-D classical MDS embedding.
+
+#include <string>
+
+#include "kotml/core/atomic_file.hpp"
+#include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/core/version.hpp"
+#include "kotml/data/cohort_options.hpp"
+#include "kotml/eval/distance_matrix.hpp"
+#include "kotml/eval/donor_store.hpp"
+#include "kotml/eval/mds.hpp"
+#include "kotml/eval/metric_cli.hpp"
+#include "kotml/io/hdf5.hpp"
+#include "kotml/learn/cli_support.hpp"
+#include "kotml/learn/results.hpp"
+#include "kotml/learn/run_config.hpp"
+#include "options.hpp"
+#include "subcommand.hpp"
+
+namespace kotml::cli {
+
+Subcommand distances_subcommand() {
+  Subcommand sub;
+  sub.name = "distances";
+  sub.summary = "donor x donor OT distance matrix under a ground metric, with a 2-D MDS embedding";
+  sub.usage = "[mpirun -np N] kotml distances INPUT.h5ad -o OUT.h5 [--metric learned --model results.h5]";
+  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
+    data::declare_cohort_options(desc, &positional);
+    learn::declare_builtin_option(desc);
+    eval::declare_metric_options(desc);
+    desc.add_options()
+        ("output,o", po::value<std::string>()->required(), "output HDF5: /distances, /donors, /labels, /classes, /mds")
+        ("mds-components", po::value<int>()->default_value(2), "dimensions of the classical MDS embedding");
+  };
+  sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
+    const auto cohort_options = learn::cohort_options_or_builtin(vm);
+    const auto settings = eval::ot_settings_from(vm);
+    const std::string output = vm["output"].as<std::string>();
+    const int mds_components = positive<int>(vm, "mds-components");
+    eval::GroundMetric metric;
+    metric.kind = eval::parse_metric_kind(vm["metric"].as<std::string>());
+    metric.squared = vm["squared"].as<bool>();
+    const std::string model = vm["model"].as<std::string>();
+    if (metric.kind == eval::GroundMetric::Kind::learned) {
+      if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
+      comm.phase([&] { metric.a = learn::read_metric(model); });
+    } else if (!model.empty()) {
+      throw Error::option("model", "applies to --metric learned only");
+    }
+    const auto cohort = learn::load_cohort(cohort_options, comm);
+    if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)
+      throw Error(model, "A", "the metric has " + std::to_string(metric.a.extent(1)) + " columns but the cohort has " +
+                                  std::to_string(cohort.dim) + " features");
+    if (mds_components > cohort.n_donors())
+      throw Error::option("mds-components", "exceeds the " + std::to_string(cohort.n_donors()) + " donors");
+    const eval::DonorStore store(cohort);
+    std::vector<GlobalId> donors;
+    for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
+    const auto d = eval::distance_matrix(store, metric, settings, donors, comm);
+    const auto config = learn::effective_config(vm, "distances", comm.size());
+    comm.phase([&] {
+      if (!comm.is_root()) return;
+      const auto mds = eval::classical_mds(d, mds_components);
+      const auto n = static_cast<std::int64_t>(donors.size());
+      AtomicFile target(output);
+      {
+        auto file = io::h5::File::create(target.temporary_path());
+        file.write("distances", std::vector<double>(d.data(), d.data() + d.size()), {n, n});
+        file.write_strings("donors", cohort.donor_ids());
+        const auto labels = cohort.labels();
+        file.write("labels", std::vector<std::int32_t>(labels.begin(), labels.end()));
+        file.write_strings("classes", cohort.classes);
+        file.write("mds", std::vector<double>(mds.embedding.data(), mds.embedding.data() + mds.embedding.size()),
+                   {n, static_cast<std::int64_t>(mds_components)});
+        file.write("mds_eigenvalues", mds.eigenvalues);
+        file.write_string_attribute("/", "metric", metric.name());
+        file.write_string_attribute("/", "config", config.dump());
+        file.write_string_attribute("/", "kotml_version", version_string);
+        file.write_string_attribute("/", "git_hash", git_hash);
+        file.close();
+      }
+      target.commit();
+    });
+    log::out() << "distances: " << donors.size() << " donors, " << donors.size() * (donors.size() - 1) / 2
+               << " pairs under the " << metric.name() << " metric on " << comm.size() << " rank(s)\nwrote "
+               << output << "\n";
+    return exit_ok;
+  };
+  return sub;
+}
+
+}  // namespace kotml::cli

@@ -1,0 +1,99 @@
+// kotml test: GGML-OT's test(): the train/test protocol with a fixed ground
+// metric (a learned A from a results.h5, or the Euclidean or cosine cost on
+// the raw features): kNN accuracy and clustering scores per split, no training.
+
+#include <cstdio>
+#include <string>
+
+#include "kotml/core/atomic_file.hpp"
+#include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/data/cohort_options.hpp"
+#include "kotml/eval/donor_store.hpp"
+#include "kotml/eval/metric_cli.hpp"
+#include "kotml/eval/protocol.hpp"
+#include "kotml/eval/protocol_cli.hpp"
+#include "kotml/eval/summary.hpp"
+#include "kotml/learn/cli_support.hpp"
+#include "kotml/learn/results.hpp"
+#include "kotml/learn/run_config.hpp"
+#include "options.hpp"
+#include "subcommand.hpp"
+
+namespace kotml::cli {
+
+Subcommand test_subcommand() {
+  Subcommand sub;
+  sub.name = "test";
+  sub.summary = "evaluate a fixed ground metric (learned, euclidean, cosine) on stratified donor splits";
+  sub.usage = "[mpirun -np N] kotml test INPUT.h5ad --metric learned --model results.h5 [--out DIR]";
+  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
+    data::declare_cohort_options(desc, &positional);
+    learn::declare_builtin_option(desc);
+    eval::declare_metric_options(desc);
+    eval::declare_protocol_options(desc);
+    desc.add_options()("out", po::value<std::string>()->default_value(""),
+                       "output folder: metrics.csv, summary.json, results.h5 (optional)");
+  };
+  sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
+    const auto cohort_options = learn::cohort_options_or_builtin(vm);
+    const auto protocol = eval::protocol_options_from(vm);
+    const auto settings = eval::ot_settings_from(vm);
+    const std::string out = vm["out"].as<std::string>();
+    eval::GroundMetric metric;
+    metric.kind = eval::parse_metric_kind(vm["metric"].as<std::string>());
+    metric.squared = vm["squared"].as<bool>();
+    const std::string model = vm["model"].as<std::string>();
+    if (metric.kind == eval::GroundMetric::Kind::learned) {
+      if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
+      comm.phase([&] { metric.a = learn::read_metric(model); });
+    } else if (!model.empty()) {
+      throw Error::option("model", "applies to --metric learned only");
+    } else if (metric.squared) {
+      throw Error::option("squared", "applies to --metric learned only");
+    }
+    const auto cohort = learn::load_cohort(cohort_options, comm);
+    if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)
+      throw Error(model, "A", "the metric has " + std::to_string(metric.a.extent(1)) + " columns but the cohort has " +
+                                  std::to_string(cohort.dim) + " features");
+    const auto splits = eval::protocol_splits(cohort, protocol);
+    if (!out.empty()) learn::prepare_output_dir(out, comm);
+    const eval::DonorStore store(cohort);
+    log::out() << data::describe(cohort);
+    learn::RunRecord run;
+    run.subcommand = "test";
+    run.config = learn::effective_config(vm, "test", comm.size());
+    for (int s = 0; s < static_cast<int>(splits.size()); ++s) {
+      const auto& split = splits[static_cast<std::size_t>(s)];
+      const auto scores = eval::score_split(cohort, store, metric, settings, split, protocol.knn_k, comm);
+      eval::SplitRecord record;
+      record.split = s;
+      record.n_train = static_cast<std::int64_t>(split.train.size());
+      record.n_test = static_cast<std::int64_t>(split.test.size());
+      record.knn_acc = scores.knn_acc;
+      record.mi = scores.mi;
+      record.ari = scores.ari;
+      record.vi = scores.vi;
+      run.metrics.push_back(record);
+      char line[160];
+      std::snprintf(line, sizeof line, "split %d: knn_acc %.3f, mi %.3f, ari %.3f, vi %.3f\n", s, scores.knn_acc,
+                    scores.mi, scores.ari, scores.vi);
+      log::out() << line << std::flush;
+    }
+    const auto summary = eval::summarize(run.metrics, comm.size());
+    log::out() << "\n" << eval::markdown_table({{metric.name(), summary}}) << std::flush;
+    run.summary = eval::summary_json(summary);
+    if (metric.kind == eval::GroundMetric::Kind::learned) run.a = metric.a;
+    comm.phase([&] {
+      if (!comm.is_root() || out.empty()) return;
+      write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
+      write_text_atomically(out + "/summary.json", run.summary.dump(2) + "\n");
+      learn::write_results(out + "/results.h5", cohort, run);
+    });
+    if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5}\n";
+    return exit_ok;
+  };
+  return sub;
+}
+
+}  // namespace kotml::cli
