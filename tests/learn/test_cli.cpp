@@ -1,0 +1,198 @@
+// The command lines of the learning and evaluation subcommands: what they
+// write (metrics.csv, summary.json, results.h5, annotated .h5ad, distances),
+// the same results on 1 and 3 ranks, restart, and one clear error line with
+// exit code 2 (and nothing overwritten) for every bad input of the issue.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kotml/io/anndata.hpp"
+#include "kotml/io/hdf5.hpp"
+#include "support/cli_runner.hpp"
+
+using kotml::test::run_kotml;
+using kotml::test::TempDir;
+namespace h5 = kotml::io::h5;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A small toy2d file shared by the tests of this binary.
+const std::string& toy_file() {
+  static TempDir dir;
+  static const std::string path = [] {
+    const std::string p = dir.file("toy.h5ad");
+    const auto r = run_kotml({"simulate", "--kind", "toy2d", "--cells-per-mode", "15", "-o", p});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
+/// Options that keep a train-test fast.
+std::vector<std::string> quick(std::vector<std::string> args) {
+  for (const char* a : {"--n-comps", "2", "--epochs", "8", "--n-splits", "3"}) args.emplace_back(a);
+  return args;
+}
+
+void expect_one_error(const kotml::test::CliResult& r, const std::string& fragment) {
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+TEST(LearnCli, TrainTestWritesTableCsvJsonAndResults) {
+  TempDir out;
+  const auto r = run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", out.path()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| setup | knn_acc | mi | ari | vi | epoch_time(s) |"), std::string::npos) << r.out;
+  const auto csv = slurp(out.file("metrics.csv"));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+  const auto summary = nlohmann::json::parse(slurp(out.file("summary.json")));
+  for (const char* key : {"knn_acc", "mi", "ari", "vi", "epoch_time_s"}) {
+    ASSERT_TRUE(summary.contains(key)) << key;
+    EXPECT_TRUE(summary[key].contains("mean") && summary[key].contains("sd")) << key;
+  }
+  EXPECT_EQ(summary["n_splits"].get<int>(), 3);
+  EXPECT_EQ(summary["ranks"].get<int>(), 1);
+  EXPECT_GE(summary["knn_acc"]["mean"].get<double>(), 0.0);
+  EXPECT_LE(summary["knn_acc"]["mean"].get<double>(), 1.0);
+  auto results = h5::File::open_read(out.file("results.h5"));
+  EXPECT_EQ(results.shape("A"), (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(results.shape("splits/2/A"), (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(results.read<double>("metrics/knn_acc").size(), 3u);
+  EXPECT_TRUE(results.has_attribute("/", "config"));
+  const auto config = nlohmann::json::parse(results.read_string_attribute("/", "config"));
+  EXPECT_EQ(config["options"]["epochs"].get<std::int64_t>(), 8);
+  EXPECT_FALSE(results.read<double>("history/loss").empty());
+}
+
+TEST(LearnCli, ThreeRanksScoreExactlyAsOne) {
+  TempDir one, three;
+  ASSERT_EQ(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", one.path()})).exit_code, 0);
+  const auto r = run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", three.path()}), 3);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto a = h5::File::open_read(one.file("results.h5"));
+  auto b = h5::File::open_read(three.file("results.h5"));
+  for (const char* name : {"A", "splits/0/A", "splits/1/A", "metrics/knn_acc", "metrics/ari", "metrics/vi"})
+    EXPECT_EQ(a.read<double>(name), b.read<double>(name)) << name;
+  EXPECT_EQ(nlohmann::json::parse(slurp(three.file("summary.json")))["ranks"].get<int>(), 3);
+}
+
+TEST(LearnCli, TrainWritesAnnotatedH5adAndRestarts) {
+  TempDir out;
+  const std::string annotated = out.file("annotated.h5ad");
+  auto r = run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--epochs", "4", "--stop-thr", "0",
+                      "--checkpoint-every", "2", "--write-h5ad", annotated});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const kotml::io::AnnDataReader reader(annotated);
+  EXPECT_EQ(reader.matrix_info("obsm/X_ggml").cols, 2);
+  EXPECT_EQ(reader.matrix_info("obsm/X_ggml").rows, reader.n_obs());
+  EXPECT_EQ(reader.matrix_info("varm/W_ggml").rows, reader.n_vars());
+  auto results = h5::File::open_read(out.file("results.h5"));
+  const auto a4 = results.read<double>("A");
+  const auto w = reader.file().read<double>("uns/W_ggml");
+  EXPECT_EQ(w, a4);
+  // Restart from the epoch-4 checkpoint to 6 epochs equals a straight 6-epoch run.
+  TempDir straight;
+  ASSERT_EQ(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", straight.path(), "--n-comps", "2", "--epochs", "6",
+                       "--stop-thr", "0"})
+                .exit_code,
+            0);
+  r = run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--epochs", "6", "--stop-thr", "0",
+                 "--checkpoint-every", "2", "--restart"},
+                2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(h5::File::open_read(out.file("results.h5")).read<double>("A"),
+            h5::File::open_read(straight.file("results.h5")).read<double>("A"));
+}
+
+TEST(LearnCli, CheckpointOfAnotherConfigurationIsRefusedAndNothingOverwritten) {
+  TempDir out;
+  ASSERT_EQ(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--epochs", "2",
+                       "--checkpoint-every", "1"})
+                .exit_code,
+            0);
+  const auto before = slurp(out.file("results.h5"));
+  const auto r = run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--epochs", "4",
+                            "--checkpoint-every", "1", "--alpha", "5", "--restart"},
+                           3);
+  expect_one_error(r, "checkpoint from another configuration");
+  EXPECT_EQ(slurp(out.file("results.h5")), before);
+}
+
+TEST(LearnCli, DistancesWritesSymmetricMatrixAndMds) {
+  TempDir out;
+  const auto r = run_kotml({"distances", toy_file(), "--n-cells", "all", "--metric", "euclidean", "-o", out.file("d.h5")}, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto file = h5::File::open_read(out.file("d.h5"));
+  EXPECT_EQ(file.shape("distances"), (std::vector<std::int64_t>{30, 30}));
+  EXPECT_EQ(file.shape("mds"), (std::vector<std::int64_t>{30, 2}));
+  EXPECT_EQ(file.read_strings("donors").size(), 30u);
+  EXPECT_EQ(file.read<std::int32_t>("labels").size(), 30u);
+  const auto d = file.read<double>("distances");
+  for (int i = 0; i < 30; ++i) {
+    EXPECT_EQ(d[static_cast<std::size_t>(i * 31)], 0.0);
+    for (int j = 0; j < 30; ++j) EXPECT_EQ(d[static_cast<std::size_t>(i * 30 + j)], d[static_cast<std::size_t>(j * 30 + i)]);
+  }
+}
+
+TEST(LearnCli, TestWithFixedAndLearnedMetrics) {
+  TempDir out;
+  ASSERT_EQ(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", out.path()})).exit_code, 0);
+  auto r = run_kotml({"test", toy_file(), "--n-cells", "all", "--metric", "learned", "--model", out.file("results.h5"), "--n-splits", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| learned |"), std::string::npos) << r.out;
+  r = run_kotml({"test", toy_file(), "--n-cells", "all", "--metric", "cosine", "--n-splits", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| cosine |"), std::string::npos);
+  EXPECT_NE(r.out.find("| - |"), std::string::npos);  // no epoch time without training
+}
+
+TEST(LearnCli, BadInputIsOneLineExitTwo) {
+  TempDir out;
+  expect_one_error(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--label-col", "no_such_column"})), "no_such_column");
+  expect_one_error(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--knn-k", "25"})), "--knn-k");
+  expect_one_error(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--lr", "0"})), "--lr");
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "3"}, 2), "--n-comps");
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--reg", "-1"}), "--reg");
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--entropic-reg", "-0.5"}), "--entropic-reg");
+  expect_one_error(run_kotml({"test", toy_file(), "--n-cells", "all", "--metric", "learned"}), "--model");
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--restart"}), "no checkpoint");
+  EXPECT_FALSE(std::filesystem::exists(out.file("results.h5")));
+
+  // A cohort of a single class.
+  kotml::io::AnnDataContent content;
+  content.n_obs = 8;
+  content.n_vars = 2;
+  content.x_dense.assign(16, 1.0f);
+  for (int i = 0; i < 16; ++i) content.x_dense[static_cast<std::size_t>(i)] = static_cast<float>(i % 5);
+  kotml::io::Column sample, group;
+  sample.name = "sample";
+  sample.kind = kotml::io::ColumnKind::categorical;
+  sample.categories = {"a", "b", "c", "d"};
+  sample.codes = {0, 0, 1, 1, 2, 2, 3, 3};
+  group.name = "patient_group";
+  group.kind = kotml::io::ColumnKind::categorical;
+  group.categories = {"only"};
+  group.codes.assign(8, 0);
+  content.obs_columns = {sample, group};
+  kotml::io::write_anndata(out.file("single.h5ad"), content);
+  expect_one_error(run_kotml({"train-test", out.file("single.h5ad"), "--n-cells", "all", "--n-comps", "1"}, 2),
+                   "class");
+}
