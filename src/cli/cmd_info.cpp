@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -108,7 +109,48 @@ void print_frame(std::ostream& out, const io::AnnDataReader& reader, const std::
   }
 }
 
-void print_info(std::ostream& out, const std::string& path) {
+/// Value counts of one obs column: what a user checks before naming it as the
+/// donor or label column.
+void print_column(std::ostream& out, const io::AnnDataReader& reader, const std::string& name) {
+  const io::Column c = reader.obs(name);
+  const auto labels = c.as_strings();
+  std::int64_t missing = 0;
+  for (std::int64_t i = 0; i < c.size(); ++i) missing += c.is_missing(i) ? 1 : 0;
+  out << "\nobs column '" << name << "': " << to_string(c.kind) << " " << c.dtype << ", "
+      << c.size() << " rows, " << missing << " missing\n";
+  if (c.kind == io::ColumnKind::numeric || c.kind == io::ColumnKind::nullable_integer) {
+    double lo = 0, hi = 0, sum = 0;
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < c.size(); ++i) {
+      if (c.is_missing(i)) continue;
+      const double v = c.numbers[static_cast<std::size_t>(i)];
+      lo = n == 0 ? v : std::min(lo, v);
+      hi = n == 0 ? v : std::max(hi, v);
+      sum += v;
+      ++n;
+    }
+    if (n > 0)
+      out << "  min " << lo << ", max " << hi << ", mean " << sum / static_cast<double>(n) << "\n";
+    return;
+  }
+  // Categories in their stored order (unused ones too); other kinds by first
+  // appearance. At most 40 lines.
+  std::vector<std::string> values;
+  if (c.kind == io::ColumnKind::categorical) values = c.categories;
+  std::map<std::string, std::int64_t> counts;
+  for (std::int64_t i = 0; i < c.size(); ++i) {
+    if (c.is_missing(i)) continue;
+    const auto& v = labels[static_cast<std::size_t>(i)];
+    if (counts[v]++ == 0 && c.kind != io::ColumnKind::categorical) values.push_back(v);
+  }
+  out << "  " << values.size() << " distinct values\n";
+  const std::size_t shown = std::min<std::size_t>(values.size(), 40);
+  for (std::size_t k = 0; k < shown; ++k)
+    out << "  " << std::setw(24) << values[k] << " " << counts[values[k]] << "\n";
+  if (shown < values.size()) out << "  ... " << values.size() - shown << " more\n";
+}
+
+void print_info(std::ostream& out, const std::string& path, const std::vector<std::string>& columns) {
   const io::AnnDataReader reader(path);
   out << std::left << std::setw(10) << "file" << path << "\n";
   out << std::setw(10) << "encoding"
@@ -134,6 +176,7 @@ void print_info(std::ostream& out, const std::string& path) {
   print_uns(out, reader);
   print_frame(out, reader, "obs", reader.n_obs());
   print_frame(out, reader, "var", reader.n_vars());
+  for (const auto& name : columns) print_column(out, reader, name);
 }
 
 }  // namespace
@@ -142,18 +185,23 @@ Subcommand info_subcommand() {
   Subcommand sub;
   sub.name = "info";
   sub.summary = "describe an AnnData (.h5ad) file: shape, X storage, layers, obsm, uns, columns";
-  sub.usage = "kotml info FILE.h5ad";
+  sub.usage = "kotml info FILE.h5ad [--column NAME]...";
   sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    desc.add_options()("file", po::value<std::string>()->required(), "the .h5ad file to describe");
+    desc.add_options()
+        ("file", po::value<std::string>()->required(), "the .h5ad file to describe")
+        ("column", po::value<std::vector<std::string>>()->composing(),
+         "also list the values of this obs column with their counts (repeatable)");
     positional.add("file", 1);
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
     const std::string path = vm["file"].as<std::string>();
+    const auto columns =
+        vm.count("column") ? vm["column"].as<std::vector<std::string>>() : std::vector<std::string>{};
     // Only rank 0 reads and prints; the phase makes its failure every rank's.
     comm.phase([&] {
       if (!comm.is_root()) return;
       std::ostringstream text;
-      print_info(text, path);
+      print_info(text, path, columns);
       log::out() << text.str() << std::flush;
     });
     return exit_ok;

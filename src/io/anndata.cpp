@@ -48,10 +48,35 @@ bool is_integer_dtype(const std::string& dtype) {
 std::string float_text(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Shortest round-trip digits, then Python's layout: positional for decimal
+  // exponents in [-4, 16), scientific with a two-digit exponent otherwise.
   char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  std::string text(buffer, result.ptr);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  const std::string sci(buffer, result.ptr);
+  const auto e = sci.find('e');
+  const int exponent = std::stoi(sci.substr(e + 1));
+  std::string digits;
+  const bool negative = sci[0] == '-';
+  for (std::size_t i = negative ? 1 : 0; i < e; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  std::string text = negative ? "-" : "";
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      text += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+    } else {
+      const auto integer_digits = static_cast<std::size_t>(exponent) + 1;
+      if (digits.size() <= integer_digits)
+        text += digits + std::string(integer_digits - digits.size(), '0') + ".0";
+      else
+        text += digits.substr(0, integer_digits) + "." + digits.substr(integer_digits);
+    }
+    return text;
+  }
+  text += digits.substr(0, 1);
+  if (digits.size() > 1) text += "." + digits.substr(1);
+  const int magnitude = exponent < 0 ? -exponent : exponent;
+  text += std::string("e") + (exponent < 0 ? "-" : "+") + (magnitude < 10 ? "0" : "") +
+          std::to_string(magnitude);
   return text;
 }
 
@@ -204,6 +229,14 @@ std::vector<std::string> read_labels(const h5::File& file, const std::string& da
   return labels;
 }
 
+/// Categories are an array, or (pandas string dtype) a nullable-string-array group.
+std::vector<std::string> read_category_labels(const h5::File& file, const std::string& element) {
+  if (file.is_dataset(element)) return read_labels(file, element);
+  if (encoding_of(file, element) == "nullable-string-array" && file.is_dataset(join(element, "values")))
+    return file.read_strings(join(element, "values"));
+  throw Error(file.path(), element, "categories are neither an array nor a nullable-string-array");
+}
+
 void check_codes(const h5::File& file, const std::string& element, const Column& column) {
   const auto n_categories = static_cast<std::int64_t>(column.categories.size());
   for (std::size_t i = 0; i < column.codes.size(); ++i) {
@@ -238,11 +271,11 @@ Column AnnDataReader::State::decode(const std::string& frame, const std::string&
     if (enc == "categorical") {
       column.kind = ColumnKind::categorical;
       const std::string codes = join(element, "codes"), categories = join(element, "categories");
-      if (!file.is_dataset(codes) || !file.is_dataset(categories))
-        throw Error(path(), element, "categorical without codes and categories datasets");
+      if (!file.is_dataset(codes) || !file.exists(categories))
+        throw Error(path(), element, "categorical without codes and categories");
       column.dtype = file.type(codes).dtype;
       column.codes = file.read<std::int32_t>(codes);
-      column.categories = read_labels(file, categories);
+      column.categories = read_category_labels(file, categories);
       if (file.has_attribute(element, "ordered")) {
         const auto ordered = file.read_numeric_attribute<std::int64_t>(element, "ordered");
         column.ordered = !ordered.empty() && ordered[0] != 0;

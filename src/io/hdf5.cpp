@@ -446,6 +446,13 @@ void check_openable(const std::string& path) {
 File File::open_read(const std::string& path) {
   silence_hdf5();
   check_openable(path);
+  verify_readable(path);
+  return open_read_unverified(path);
+}
+
+File File::open_read_unverified(const std::string& path) {
+  silence_hdf5();
+  check_openable(path);
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) throw Error(path, "", "cannot open the HDF5 file; it may be truncated or damaged" +
                                         hdf5_explanation());

@@ -45,8 +45,12 @@ struct TypeInfo {
 class File {
  public:
   /// Opens an existing file read-only. Error when it is missing, not HDF5, or
-  /// unreadable (truncated, damaged superblock).
+  /// unreadable (truncated, damaged superblock). The first time a process opens
+  /// a given file (path, size, mtime) it is first walked by verify_readable.
   static File open_read(const std::string& path);
+  /// open_read without the verification walk, for files this process has just
+  /// written or already verified.
+  static File open_read_unverified(const std::string& path);
   /// Opens an existing file for reading and writing.
   static File open_rw(const std::string& path);
   /// Creates (truncates) a file. Outputs go through AtomicFile: pass its
@@ -185,6 +189,15 @@ class File {
   std::int64_t id_ = -1;
   std::string path_;
 };
+
+/// Walks every object, attribute, string and chunk index of an HDF5 file in a
+/// child process, so that the damage the HDF5 library does not survive (on a
+/// corrupt file HDF5 1.10 can crash or loop forever) becomes an Error naming
+/// the element being read, instead of killing or hanging this process.
+/// Failures HDF5 reports normally are left for the real read to report.
+/// The child has KOTML_H5_VERIFY_TIMEOUT seconds (default 60) without progress
+/// before it is stopped. KOTML_H5_VERIFY=0 turns the walk off.
+void verify_readable(const std::string& path);
 
 /// True when the file at path starts with the HDF5 signature (at offset 0 or a
 /// power-of-two user block), without asking the HDF5 library.
