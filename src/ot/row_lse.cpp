@@ -21,9 +21,45 @@
 namespace kotml::ot::detail {
 namespace {
 
+// Range of Σ exp(term − shift) over which a guessed shift is accepted: the
+// largest term is then a normal number and nothing overflows.
+template <class T>
+struct ShiftRange;
+template <>
+struct ShiftRange<float> {
+  static constexpr float lowest = 0x1p-60f, highest = 0x1p60f;
+};
+template <>
+struct ShiftRange<double> {
+  static constexpr double lowest = 0x1p-500, highest = 0x1p500;
+};
+
+template <class T, int W>
+__attribute__((always_inline)) inline T lane_sum(T* lanes) {
+  // Lanes are combined pairwise in a fixed tree: short latency, fixed order.
+  KOTML_OT_UNROLL
+  for (int width = W / 2; width >= 1; width /= 2)
+    KOTML_OT_UNROLL
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
+/// Σ_j exp(h_j − s·c_j − shift), the last partial block padded with −∞ terms.
+template <class T, int W>
+__attribute__((always_inline)) inline T shifted_sum(const T* __restrict c, const T* __restrict h, std::int64_t full,
+                                                    const T* tail_c, const T* tail_h, T s, T shift) {
+  T sum_lane[W];
+  for (int l = 0; l < W; ++l) sum_lane[l] = 0;
+  for (std::int64_t j = 0; j < full; j += W)
+    for (int l = 0; l < W; ++l) sum_lane[l] += fast_exp(h[j + l] - s * c[j + l] - shift);
+  KOTML_OT_UNROLL
+  for (int l = 0; l < W; ++l) sum_lane[l] += fast_exp(tail_h[l] - s * tail_c[l] - shift);
+  return lane_sum<T, W>(sum_lane);
+}
+
 template <class T, int W>
 __attribute__((always_inline)) inline T row_lse_lanes(const T* __restrict c, const T* __restrict h,
-                                                      std::int64_t m, T s) {
+                                                      std::int64_t m, T s, T shift) {
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   const std::int64_t full = m - m % W;
   // The last partial block is padded to W lanes with −∞ terms (exp gives 0), so
@@ -35,6 +71,13 @@ __attribute__((always_inline)) inline T row_lse_lanes(const T* __restrict c, con
     tail_c[l] = inside ? c[full + l] : T(0);
     tail_h[l] = inside ? h[full + l] : minus_inf;
   }
+  // One pass with the caller's guess of the result as the shift; accepted when
+  // the sum shows that no term overflowed and the largest is a normal number.
+  if (shift > minus_inf && shift < -minus_inf) {
+    const T sum = shifted_sum<T, W>(c, h, full, tail_c, tail_h, s, shift);
+    if (sum >= ShiftRange<T>::lowest && sum <= ShiftRange<T>::highest) return shift + std::log(sum);
+  }
+  // Otherwise two passes: the maximum, then the sum shifted by it.
   T top_lane[W];
   for (int l = 0; l < W; ++l) top_lane[l] = minus_inf;
   for (std::int64_t j = 0; j < full; j += W)
@@ -47,25 +90,13 @@ __attribute__((always_inline)) inline T row_lse_lanes(const T* __restrict c, con
     const T v = tail_h[l] - s * tail_c[l];
     top_lane[l] = v > top_lane[l] ? v : top_lane[l];
   }
-  // Lanes are combined pairwise in a fixed tree: short latency, fixed order.
   KOTML_OT_UNROLL
   for (int width = W / 2; width >= 1; width /= 2)
     KOTML_OT_UNROLL
     for (int l = 0; l < width; ++l) top_lane[l] = top_lane[l + width] > top_lane[l] ? top_lane[l + width] : top_lane[l];
   const T top = top_lane[0];
   if (!(top > minus_inf)) return top;  // every term is zero (or NaN was seen)
-
-  T sum_lane[W];
-  for (int l = 0; l < W; ++l) sum_lane[l] = 0;
-  for (std::int64_t j = 0; j < full; j += W)
-    for (int l = 0; l < W; ++l) sum_lane[l] += fast_exp(h[j + l] - s * c[j + l] - top);
-  KOTML_OT_UNROLL
-  for (int l = 0; l < W; ++l) sum_lane[l] += fast_exp(tail_h[l] - s * tail_c[l] - top);
-  KOTML_OT_UNROLL
-  for (int width = W / 2; width >= 1; width /= 2)
-    KOTML_OT_UNROLL
-    for (int l = 0; l < width; ++l) sum_lane[l] += sum_lane[l + width];
-  return top + std::log(sum_lane[0]);
+  return top + std::log(shifted_sum<T, W>(c, h, full, tail_c, tail_h, s, top));
 }
 
 }  // namespace
@@ -77,13 +108,13 @@ __attribute__((always_inline)) inline T row_lse_lanes(const T* __restrict c, con
 #endif
 
 KOTML_OT_SIMD_CLONES
-double row_lse_host(const double* c, const double* h, std::int64_t m, double s) {
-  return row_lse_lanes<double, 8>(c, h, m, s);
+double row_lse_host(const double* c, const double* h, std::int64_t m, double s, double shift) {
+  return row_lse_lanes<double, 8>(c, h, m, s, shift);
 }
 
 KOTML_OT_SIMD_CLONES
-float row_lse_host(const float* c, const float* h, std::int64_t m, float s) {
-  return row_lse_lanes<float, 16>(c, h, m, s);
+float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift) {
+  return row_lse_lanes<float, 16>(c, h, m, s, shift);
 }
 
 }  // namespace kotml::ot::detail

@@ -1,8 +1,12 @@
 #pragma once
 // Row log-sum-exp, the inner loop of every Sinkhorn half-step:
-//   LSE_j (h_j − s·c_j),  j < m,
-// two passes over the row (maximum, then the sum of shifted exps), so no term
-// overflows and the largest term is exactly 1.
+//   LSE_j (h_j − s·c_j),  j < m.
+// The host kernel first tries one pass shifted by the caller's guess of the
+// result (the line's LSE from the previous iteration, which is close once the
+// iteration settles) and keeps it when the sum is in a safe range; otherwise,
+// and on GPUs always, it takes two passes (maximum, then the sum of exps shifted
+// by it), so no term overflows and the largest is exactly 1. Either way the
+// result depends only on the inputs and the guess, never on threads.
 //
 // On host backends the row goes to row_lse_host (row_lse.cpp), compiled for
 // several x86 SIMD levels and picked at load time by the CPU (GCC function
@@ -19,8 +23,9 @@
 
 namespace kotml::ot::detail {
 
-double row_lse_host(const double* c, const double* h, std::int64_t m, double s);
-float row_lse_host(const float* c, const float* h, std::int64_t m, float s);
+/// shift: the guess (NaN or ±∞ for none).
+double row_lse_host(const double* c, const double* h, std::int64_t m, double s, double shift);
+float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift);
 
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
 #define KOTML_OT_DEVICE_PASS 1
@@ -46,14 +51,15 @@ KOKKOS_INLINE_FUNCTION T row_lse_lanes(const Member& team, const T* c, const T* 
   return top + kmath::log(sum);
 }
 
-/// Called by one team thread for one row.
+/// Called by one team thread for one row; `shift` is the guess of the result.
 template <class Member, class T>
-KOKKOS_INLINE_FUNCTION T row_lse(const Member& team, const T* c, const T* h, std::int64_t m, T s) {
+KOKKOS_INLINE_FUNCTION T row_lse(const Member& team, const T* c, const T* h, std::int64_t m, T s, T shift) {
 #ifdef KOTML_OT_DEVICE_PASS
+  (void)shift;
   return row_lse_lanes(team, c, h, m, s);
 #else
   (void)team;
-  return row_lse_host(c, h, m, s);
+  return row_lse_host(c, h, m, s, shift);
 #endif
 }
 

@@ -120,8 +120,10 @@ struct HalfStep {
     const T* h = other_scaled.data() + other_begin(slot);
     const std::int64_t at = line_begin(slot);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const std::int64_t i) {
-      const T lse = row_lse(team, base + i * length, h, length, inv_epsilon);
       const std::int64_t r = at + i;
+      // The previous update gave pot = −τ ε LSE: its LSE is the guess.
+      const T guess = -potential(r) * inv_epsilon / tau;
+      const T lse = row_lse(team, base + i * length, h, length, inv_epsilon, guess);
       const T updated = -tau * epsilon * lse;
       Kokkos::single(Kokkos::PerThread(team), [&]() {
         if (check) {
@@ -187,7 +189,8 @@ struct EvaluateLines {
   Vector<double> line_cost;  // empty for the column pass
   Vector<T> plan;            // empty unless plans are kept
   Vector<const std::int64_t> plan_offset, problem;
-  T inv_epsilon;
+  Vector<const T> log_weight;
+  T inv_epsilon, tau;
 
   KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
     const std::int64_t slot = blocks(team.league_rank(), 0);
@@ -202,8 +205,10 @@ struct EvaluateLines {
         Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
         [&](const std::int64_t i) {
           const T* c = base + i * length;
-          const T value = row_lse(team, c, h, length, inv_epsilon);
           const T own = scaled(at + i);
+          // own = pot/ε + log w, and the last update left pot = −τ ε LSE.
+          const T guess = -(own - log_weight(at + i)) / tau;
+          const T value = row_lse(team, c, h, length, inv_epsilon, guess);
           double part = 0;
           if (with_cost) {
             Kokkos::parallel_reduce(
@@ -415,11 +420,11 @@ void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vec
   EvaluateLines<T> rows_eval{row_blocks,     cost,          slots.d_cost_offset, slots.d_row_begin,
                              slots.d_col_begin, slots.d_cols, state.fa,          state.gb,
                              state.lse_row,  state.row_cost, plan,               plan_offset,
-                             slots.d_problem, inv_eps};
+                             slots.d_problem, state.log_a, inv_eps, static_cast<T>(options.tau_a)};
   EvaluateLines<T> cols_eval{col_blocks,     cost_t,        slots.d_cost_offset, slots.d_col_begin,
                              slots.d_row_begin, slots.d_rows, state.gb,          state.fa,
                              state.lse_col,  Vector<double>(), no_plan,          plan_offset,
-                             slots.d_problem, inv_eps};
+                             slots.d_problem, state.log_b, inv_eps, static_cast<T>(options.tau_b)};
   Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_rows", line_policy(row_blocks.extent(0)), rows_eval);
   Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_cols", line_policy(col_blocks.extent(0)), cols_eval);
   Kokkos::parallel_for("kotml::ot::sinkhorn_finalize", Kokkos::RangePolicy<ExecSpace>(0, n_slots),

@@ -61,16 +61,21 @@ void check(double tol) {
     if (m > 3) h[2] = -std::numeric_limits<T>::infinity();  // a zero weight
     for (T s : {T(0.5), T(20), T(300)}) {
       const long double want = reference(c, h, s);
-      const T host = detail::row_lse_host(c.data(), h.data(), m, s);
+      const T host = detail::row_lse_host(c.data(), h.data(), m, s, std::numeric_limits<T>::quiet_NaN());
+      // A guess close to the result takes the one-pass route; a wild one falls back.
+      const T near = detail::row_lse_host(c.data(), h.data(), m, s, static_cast<T>(want) + T(0.7));
+      const T wild = detail::row_lse_host(c.data(), h.data(), m, s, static_cast<T>(want) - T(1e4));
       const T lanes = portable(c, h, s);
       const double scale = 1 + std::fabs(static_cast<double>(want));
       EXPECT_NEAR(static_cast<double>(host), static_cast<double>(want), tol * scale) << "m " << m << " s " << s;
       EXPECT_NEAR(static_cast<double>(lanes), static_cast<double>(want), tol * scale) << "m " << m << " s " << s;
+      EXPECT_NEAR(static_cast<double>(near), static_cast<double>(want), tol * scale) << "m " << m << " s " << s;
+      EXPECT_NEAR(static_cast<double>(wild), static_cast<double>(want), tol * scale) << "m " << m << " s " << s;
     }
   }
   // Every term zero: −∞, not NaN.
   std::vector<T> c(20, T(1)), h(20, -std::numeric_limits<T>::infinity());
-  EXPECT_EQ(detail::row_lse_host(c.data(), h.data(), 20, T(1)), -std::numeric_limits<T>::infinity());
+  EXPECT_EQ(detail::row_lse_host(c.data(), h.data(), 20, T(1), T(0)), -std::numeric_limits<T>::infinity());
   EXPECT_EQ(portable(c, h, T(1)), -std::numeric_limits<T>::infinity());
 }
 
