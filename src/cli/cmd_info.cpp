@@ -131,6 +131,17 @@ void print_column(std::ostream& out, const io::AnnDataReader& reader, const std:
     }
     if (n > 0)
       out << "  min " << lo << ", max " << hi << ", mean " << sum / static_cast<double>(n) << "\n";
+    // Integer codes (cluster ids, patient numbers) with few values are listed
+    // like categories: they may well be the donor or label column.
+    const bool integral = c.kind == io::ColumnKind::nullable_integer || c.dtype.find("int") != std::string::npos;
+    if (!integral) return;
+    std::map<double, std::int64_t> by_value;
+    for (std::int64_t i = 0; i < c.size(); ++i)
+      if (!c.is_missing(i)) ++by_value[c.numbers[static_cast<std::size_t>(i)]];
+    if (by_value.size() > 50) return;
+    out << "  " << by_value.size() << " distinct values\n";
+    for (const auto& [value, count] : by_value)
+      out << "  " << std::setw(24) << std::to_string(static_cast<long long>(value)) << " " << count << "\n";
     return;
   }
   // Categories in their stored order (unused ones too); other kinds by first

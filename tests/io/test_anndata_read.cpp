@@ -395,3 +395,21 @@ TEST(AnnDataRead, CsrRowsReadOnlyTheirOwnChunks) {
   EXPECT_THROW(r.read_rows<float>("X", {0}), Error);
   EXPECT_THROW(r.read_rows<float>("X", {3 * rows_per_donor - 1}), Error);
 }
+
+// Float labels read as Python prints them (pandas' str of a float column), so a
+// donor column stored as floats names donors the way scanpy users see them.
+TEST(AnnDataRead, FloatLabelsFollowPythonRepr) {
+  kotml::io::Column c;
+  c.kind = ColumnKind::numeric;
+  c.dtype = "float64";
+  std::vector<std::string> expect;
+  for (const auto& pair : t::expected().at("float_reprs")) {
+    c.numbers.push_back(pair[0].get<double>());
+    expect.push_back(pair[1].get<std::string>());
+  }
+  ASSERT_GE(c.numbers.size(), 10u);
+  EXPECT_EQ(c.as_strings(), expect);
+  c.dtype = "int64";
+  c.numbers = {3, -7, 0};
+  EXPECT_EQ(c.as_strings(), (std::vector<std::string>{"3", "-7", "0"}));
+}

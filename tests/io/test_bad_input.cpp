@@ -185,3 +185,29 @@ TEST(BadInput, CorruptionSweepNeverCrashes) {
   EXPECT_GT(errors, 10);
   EXPECT_GT(readable, 10);
 }
+
+// Damaged sparse structure is caught where it is used: an out-of-range column
+// index in one row fails the reads of that row and no other.
+TEST(BadInput, DamagedSparseIndicesFailOnlyTheirRow) {
+  TempDir dir;
+  const std::string path = dir.file("bad_indices.h5ad");
+  t::copy_file(t::fixture("csr_f32.h5ad"), path);
+  std::int64_t begin = 0;
+  {
+    auto f = kotml::io::h5::File::open_rw(path);
+    const auto indptr = f.read<std::int64_t>("X/indptr");
+    begin = indptr[10];
+    ASSERT_GT(indptr[11], begin) << "row 10 of the fixture must hold values";
+    f.write_row_range<std::int32_t>("X/indices", begin, {999});
+    f.close();
+  }
+  const AnnDataReader r(path);
+  const auto fine = r.read_rows<float>("X", {0, 30, 59});
+  const AnnDataReader original(t::fixture("csr_f32.h5ad"));
+  EXPECT_EQ(fine, original.read_rows<float>("X", {0, 30, 59}));
+  const auto e = error_of([&] { r.read_rows<float>("X", {9, 10}); });
+  EXPECT_EQ(e.element(), "X/indices");
+  EXPECT_NE(e.reason().find("index 999 in row 10"), std::string::npos) << e.what();
+  EXPECT_THROW(r.read_csr<float>("X"), Error);
+  EXPECT_THROW(r.read_dense<float>("X"), Error);
+}
