@@ -4,8 +4,8 @@
 #   perf/ot/run_comparison.sh BUILD_DIR [compare_ot.py options, e.g. --threads 1,2]
 #
 # Creates perf/.venv from perf/ot/requirements.txt on first use (torch from the
-# CPU wheel index). KOTML_PERF_PYTHON=/path/to/python uses an existing
-# interpreter instead.
+# CPU wheel index when reachable). KOTML_PERF_PYTHON=/path/to/python uses an
+# existing interpreter instead.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -17,7 +17,10 @@ if [[ -z "$python" ]]; then
   if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
-    "$venv/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu
+    # The CPU-only torch wheel is small; where its index is unreachable, the
+    # default index's wheel (with CUDA libraries, several GB) does as well.
+    "$venv/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu ||
+      "$venv/bin/pip" install --quiet torch
     "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
   fi
   python="$venv/bin/python"
