@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -211,7 +212,14 @@ struct AnnDataReader::State {
   Column decode(const std::string& frame, const std::string& name, std::int64_t expected_length) const;
 
   Sparse sparse_layout(const std::string& element) const;
-  MatrixInfo info(const std::string& element) const;
+  MatrixInfo describe_matrix(const std::string& element) const;
+  /// Matrix facts are looked up once per element: a donor loop asks for them
+  /// on every read, and each lookup costs a dozen HDF5 metadata calls.
+  MatrixInfo info(const std::string& element) const {
+    if (auto it = info_cache.find(element); it != info_cache.end()) return it->second;
+    return info_cache.emplace(element, describe_matrix(element)).first->second;
+  }
+  mutable std::map<std::string, MatrixInfo> info_cache;
 };
 
 // ------------------------------------------------------------------ columns
@@ -399,7 +407,7 @@ Sparse AnnDataReader::State::sparse_layout(const std::string& element) const {
   return s;
 }
 
-MatrixInfo AnnDataReader::State::info(const std::string& element) const {
+MatrixInfo AnnDataReader::State::describe_matrix(const std::string& element) const {
   if (!file.exists(element)) throw Error(path(), element, "no such element");
   MatrixInfo info;
   info.element = element;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <numeric>
 
@@ -249,6 +250,53 @@ void convert_enum_bytes(const std::vector<unsigned char>& bytes, std::size_t wid
 
 enum class Source { dataset, attribute };
 
+/// True when every value of From is exactly representable in To, so that a
+/// static_cast loop gives what HDF5's conversion would.
+template <class From, class To>
+constexpr bool widens() {
+  if constexpr (std::is_same_v<From, To>) return false;  // no conversion needed at all
+  if constexpr (std::is_same_v<To, double>) return true;  // ints round like HDF5's; floats exact
+  if constexpr (std::is_floating_point_v<From> || std::is_floating_point_v<To>) return false;
+  if constexpr (std::is_signed_v<From> == std::is_signed_v<To>) return sizeof(To) > sizeof(From);
+  if constexpr (std::is_signed_v<To>) return sizeof(To) > sizeof(From);
+  return false;
+}
+
+/// HDF5's element-wise conversion runs through a 1 MiB strip buffer and is
+/// several times slower than reading the stored type and widening here (int32
+/// sparse indices into int64, int8 category codes into int32, anything into
+/// double). Returns false when this fast path does not apply.
+template <class T>
+bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_space, T* out,
+                   std::size_t n, const std::string& path, const std::string& element) {
+  Handle stored = checked(H5Tget_native_type(file_type, H5T_DIR_ASCEND), H5Tclose, path, element,
+                          "cannot read the datatype");
+  bool done = false;
+  auto attempt = [&](auto tag, hid_t candidate) {
+    using From = decltype(tag);
+    if (done || H5Tequal(stored.get(), candidate) <= 0) return;
+    if constexpr (widens<From, T>()) {
+      // Not value-initialised: HDF5 overwrites every element.
+      std::unique_ptr<From[]> buffer(new From[n]);
+      if (H5Dread(dataset, candidate, mem_space, file_space, H5P_DEFAULT, buffer.get()) < 0)
+        fail(path, element, "cannot read the values");
+      for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(buffer[i]);
+      done = true;
+    }
+  };
+  attempt(std::int8_t{}, H5T_NATIVE_INT8);
+  attempt(std::int16_t{}, H5T_NATIVE_INT16);
+  attempt(std::int32_t{}, H5T_NATIVE_INT32);
+  attempt(std::int64_t{}, H5T_NATIVE_INT64);
+  attempt(std::uint8_t{}, H5T_NATIVE_UINT8);
+  attempt(std::uint16_t{}, H5T_NATIVE_UINT16);
+  attempt(std::uint32_t{}, H5T_NATIVE_UINT32);
+  attempt(std::uint64_t{}, H5T_NATIVE_UINT64);
+  attempt(float{}, H5T_NATIVE_FLOAT);
+  attempt(double{}, H5T_NATIVE_DOUBLE);
+  return done;
+}
+
 /// Reads n numbers from a dataset selection (or a whole attribute) into out,
 /// converting from any integer, float or enum storage.
 template <class T>
@@ -257,6 +305,9 @@ void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space
   Handle type = checked(source == Source::dataset ? H5Dget_type(object) : H5Aget_type(object),
                         H5Tclose, path, element, "cannot read the datatype");
   const H5T_class_t cls = H5Tget_class(type.get());
+  if (source == Source::dataset && (cls == H5T_INTEGER || cls == H5T_FLOAT) &&
+      read_widening(object, type.get(), mem_space, file_space, out, n, path, element))
+    return;
   if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
     const herr_t status = source == Source::dataset
                               ? H5Dread(object, native_type<T>(), mem_space, file_space, H5P_DEFAULT, out)
