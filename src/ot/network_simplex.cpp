@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "cost_rows.hpp"
 #include "network_simplex_kernel.hpp"
 #include "sinkhorn_engine.hpp"
 
@@ -163,13 +164,15 @@ struct EmdCosts {
     const std::int32_t* rows = active.data() + slots(s, f_source_active);
     const std::int32_t* cols = active.data() + slots(s, f_target_active);
     double* base = cost.data() + slots(s, f_arc_at);
-    const PointCost<T> cost_of{points, norms, slots(s, f_source_point), slots(s, f_target_point), kind};
+    const std::int64_t source = slots(s, f_source_point);
+    const std::int64_t target = slots(s, f_target_point);
+    const auto target_of = [=](const std::int64_t j) { return target + cols[j]; };
     Kokkos::parallel_for(
         Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
         [&](const std::int64_t i) {
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, m), [&](const std::int64_t j) {
-            base[i * m + j] = cost_of(rows[i], cols[j]);
-          });
+          double* row = base + i * m;
+          detail::cost_row(team, kind, points, source + rows[i], target_of, m, norms,
+                           [&](const std::int64_t j, const double v) { row[j] = v; });
         });
   }
 };

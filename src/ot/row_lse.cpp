@@ -99,6 +99,35 @@ __attribute__((always_inline)) inline T row_lse_lanes(const T* __restrict c, con
   return top + std::log(shifted_sum<T, W>(c, h, full, tail_c, tail_h, s, top));
 }
 
+/// Σ_j p_j c_j with p_j = exp(own + h_j − s·c_j), each p_j stored in plan if
+/// given; lanes summed in T, combined in double.
+template <class T, int W>
+__attribute__((always_inline)) inline double row_transport_lanes(const T* __restrict c, const T* __restrict h,
+                                                                 std::int64_t m, T s, T own, T* __restrict plan) {
+  const std::int64_t full = m - m % W;
+  T acc[W];
+  for (int l = 0; l < W; ++l) acc[l] = 0;
+  if (plan) {
+    for (std::int64_t j = 0; j < full; j += W)
+      for (int l = 0; l < W; ++l) {
+        const T p = fast_exp(own + h[j + l] - s * c[j + l]);
+        plan[j + l] = p;
+        acc[l] += p * c[j + l];
+      }
+  } else {
+    for (std::int64_t j = 0; j < full; j += W)
+      for (int l = 0; l < W; ++l) acc[l] += fast_exp(own + h[j + l] - s * c[j + l]) * c[j + l];
+  }
+  double total = 0;
+  for (int l = 0; l < W; ++l) total += static_cast<double>(acc[l]);
+  for (std::int64_t j = full; j < m; ++j) {
+    const T p = fast_exp(own + h[j] - s * c[j]);
+    if (plan) plan[j] = p;
+    total += static_cast<double>(p) * static_cast<double>(c[j]);
+  }
+  return total;
+}
+
 }  // namespace
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -115,6 +144,16 @@ double row_lse_host(const double* c, const double* h, std::int64_t m, double s, 
 KOTML_OT_SIMD_CLONES
 float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift) {
   return row_lse_lanes<float, 16>(c, h, m, s, shift);
+}
+
+KOTML_OT_SIMD_CLONES
+double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan) {
+  return row_transport_lanes<double, 8>(c, h, m, s, own, plan);
+}
+
+KOTML_OT_SIMD_CLONES
+double row_transport_host(const float* c, const float* h, std::int64_t m, float s, float own, float* plan) {
+  return row_transport_lanes<float, 16>(c, h, m, s, own, plan);
 }
 
 }  // namespace kotml::ot::detail

@@ -27,6 +27,11 @@ namespace kotml::ot::detail {
 double row_lse_host(const double* c, const double* h, std::int64_t m, double s, double shift);
 float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift);
 
+/// Σ_j p_j c_j with p_j = exp(own + h_j − s·c_j) (a row of the plan and its
+/// transport cost), each p_j also stored in plan unless it is null.
+double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan);
+double row_transport_host(const float* c, const float* h, std::int64_t m, float s, float own, float* plan);
+
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
 #define KOTML_OT_DEVICE_PASS 1
 #endif

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "kotml/core/error.hpp"
+#include "cost_rows.hpp"
 #include "sinkhorn_engine.hpp"
 
 namespace kotml::ot {
@@ -58,42 +60,22 @@ using detail::BlockList;
 using detail::LineMember;
 using detail::SlotTable;
 
-/// Costs of the lines of the blocks, from the pool's points: line i of a slot is
-/// point line_point + i, its entries are the costs to other_point + j.
+/// Consecutive points of a cloud: other(j) = first + j.
+struct Consecutive {
+  std::int64_t first;
+  KOKKOS_INLINE_FUNCTION std::int64_t operator()(std::int64_t j) const { return first + j; }
+};
+
+/// Costs of the rows of the blocks from the pool's points (row i of a slot is
+/// its source point i, entry j the cost to its target point j), and, if `sums`
+/// is given, each row's sum in double and column order (for a relative ε).
 template <class T>
 struct CostLines {
   BlockList blocks;
-  Vector<T> cost;
-  Vector<const std::int64_t> cost_offset, other_count, line_point, other_point;
+  Vector<T> cost;  // empty: sums only
+  Vector<const std::int64_t> cost_offset, line_begin, other_count, line_point, other_point;
   Matrix<const T> points;
-  Vector<const double> norms;
-  Cost kind;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
-    const std::int64_t slot = blocks(team.league_rank(), 0);
-    const std::int64_t length = other_count(slot);
-    T* base = cost.data() + cost_offset(slot);
-    const int dim = static_cast<int>(points.extent(1));
-    const bool cosine = kind == Cost::cosine;
-    Kokkos::parallel_for(
-        Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
-        [&](const std::int64_t i) {
-          const std::int64_t x = line_point(slot) + i;
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, length), [&](const std::int64_t j) {
-            const std::int64_t y = other_point(slot) + j;
-            base[i * length + j] = static_cast<T>(ground_cost<double>(
-                kind, &points(x, 0), &points(y, 0), dim, cosine ? norms(x) : 0.0, cosine ? norms(y) : 0.0));
-          });
-        });
-  }
-};
-
-/// Σ_j C_ij per row, in double and column order (for a relative ε).
-template <class T>
-struct CostRowSums {
-  BlockList blocks;
-  Vector<const std::int64_t> line_begin, other_count, line_point, other_point;
-  Matrix<const T> points;
+  Matrix<const double> points_t;  // the pool, coordinate-major (host kernel)
   Vector<const double> norms;
   Vector<double> sums;
   Cost kind;
@@ -101,22 +83,49 @@ struct CostRowSums {
   KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
     const std::int64_t slot = blocks(team.league_rank(), 0);
     const std::int64_t length = other_count(slot);
-    const int dim = static_cast<int>(points.extent(1));
-    const bool cosine = kind == Cost::cosine;
+    T* base = cost.extent(0) > 0 ? cost.data() + cost_offset(slot) : nullptr;
     Kokkos::parallel_for(
         Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
         [&](const std::int64_t i) {
-          Kokkos::single(Kokkos::PerThread(team), [&]() {
-            const std::int64_t x = line_point(slot) + i;
-            double s = 0;
-            for (std::int64_t j = 0; j < length; ++j) {
-              const std::int64_t y = other_point(slot) + j;
-              s += ground_cost<double>(kind, &points(x, 0), &points(y, 0), dim, cosine ? norms(x) : 0.0,
-                                       cosine ? norms(y) : 0.0);
-            }
-            sums(line_begin(slot) + i) = s;
-          });
+          T* row = base ? base + i * length : nullptr;
+#ifdef KOTML_OT_DEVICE_PASS
+          const double total = detail::cost_row(
+              team, kind, points, line_point(slot) + i, Consecutive{other_point(slot)}, length, norms,
+              [&](const std::int64_t j, const double v) {
+                if (row) row[j] = static_cast<T>(v);
+              });
+#else
+          const std::int64_t stride = static_cast<std::int64_t>(points_t.extent(1));
+          const std::int64_t x = line_point(slot) + i, y = other_point(slot);
+          const double total = detail::cost_row_host(kind, points_t.data() + x, points_t.data() + y, stride,
+                                                     static_cast<int>(points_t.extent(0)), length,
+                                                     kind == Cost::cosine ? norms(x) : 0.0,
+                                                     kind == Cost::cosine ? norms.data() + y : nullptr, row);
+#endif
+          if (sums.extent(0) > 0) Kokkos::single(Kokkos::PerThread(team), [&]() { sums(line_begin(slot) + i) = total; });
         });
+  }
+};
+
+/// Cᵀ from C, slot by slot: line j of the transposed cost gathers column j.
+template <class T>
+struct TransposeLines {
+  BlockList blocks;  // column blocks
+  Vector<const T> cost;
+  Vector<T> cost_t;
+  Vector<const std::int64_t> cost_offset, rows, cols;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = blocks(team.league_rank(), 0);
+    const std::int64_t n = rows(slot), m = cols(slot);
+    const std::int64_t first = blocks(team.league_rank(), 1), last = blocks(team.league_rank(), 2);
+    const T* c = cost.data() + cost_offset(slot);
+    T* ct = cost_t.data() + cost_offset(slot);
+    // Row by row through C, so each row's block of columns is read once.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const std::int64_t i) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last),
+                           [&](const std::int64_t j) { ct[j * n + i] = c[i * m + j]; });
+    });
   }
 };
 
@@ -211,13 +220,14 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     norms = Vector<double>(no_init("kotml::ot::point_norms"), clouds.points().extent(0));
     point_norms<T>(clouds.points(), norms);
   }
+  // The host cost kernel reads the pool coordinate-major.
+  Matrix<double> points_t;
+  if (std::is_same<ExecSpace::memory_space, HostSpace>::value) points_t = detail::transposed_pool<T>(clouds.points());
 
   double epsilon = options.epsilon;
-  if (options.relative_epsilon && n_problems > 0) {
-    auto blocks = detail::make_blocks(all, every, true);
-    Kokkos::parallel_for("kotml::ot::sinkhorn_cost_sums", detail::line_policy(blocks.extent(0)),
-                         CostRowSums<T>{blocks, all.d_row_begin, all.d_cols, all.d_source_point,
-                                        all.d_target_point, clouds.points(), norms, state.row_cost, cost});
+  // The mean cost from the per-row sums in state.row_cost, added in problem and
+  // row order.
+  auto relative_epsilon = [&]() {
     auto sums = Kokkos::create_mirror_view_and_copy(HostSpace(), state.row_cost);
     double total = 0, entries = 0;
     for (std::int64_t u = 0; u < n_problems; ++u) {
@@ -226,9 +236,8 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     }
     const double mean = entries > 0 ? total / entries : 0.0;
     // All costs zero: every plan is optimal; any ε gives the same cost.
-    if (mean > 0) epsilon = options.epsilon * mean;
-  }
-  result.epsilon = epsilon;
+    return mean > 0 ? options.epsilon * mean : options.epsilon;
+  };
 
   // Optional outputs.
   Vector<const std::int64_t> plan_offset_device;
@@ -265,6 +274,19 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
   Vector<T> cost_buffer(no_init("kotml::ot::sinkhorn_cost"), static_cast<std::size_t>(largest));
   Vector<T> cost_t_buffer(no_init("kotml::ot::sinkhorn_cost_t"), static_cast<std::size_t>(largest));
 
+  // A relative ε needs every cost before any solve: with one chunk the costs are
+  // summed while they are stored, otherwise in a pass of their own (same sums).
+  bool sums_pending = options.relative_epsilon && n_problems > 0;
+  if (sums_pending && chunks.size() > 1) {
+    auto blocks = detail::make_blocks(all, every, true);
+    Kokkos::parallel_for("kotml::ot::sinkhorn_cost_sums", detail::line_policy(blocks.extent(0)),
+                         CostLines<T>{blocks, Vector<T>(), all.d_cost_offset, all.d_row_begin, all.d_cols,
+                                      all.d_source_point, all.d_target_point, clouds.points(), points_t, norms,
+                                      state.row_cost, cost});
+    epsilon = relative_epsilon();
+    sums_pending = false;
+  }
+
   for (const auto& [first, last] : chunks) {
     SlotTable slots;
     std::int64_t at = 0;
@@ -279,17 +301,21 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     auto row_blocks = detail::make_blocks(slots, members, true);
     auto col_blocks = detail::make_blocks(slots, members, false);
     Kokkos::parallel_for("kotml::ot::sinkhorn_costs", detail::line_policy(row_blocks.extent(0)),
-                         CostLines<T>{row_blocks, cost_buffer, slots.d_cost_offset, slots.d_cols,
-                                      slots.d_source_point, slots.d_target_point, clouds.points(), norms,
-                                      cost});
+                         CostLines<T>{row_blocks, cost_buffer, slots.d_cost_offset, slots.d_row_begin, slots.d_cols,
+                                      slots.d_source_point, slots.d_target_point, clouds.points(), points_t, norms,
+                                      sums_pending ? state.row_cost : Vector<double>(), cost});
     Kokkos::parallel_for("kotml::ot::sinkhorn_costs_t", detail::line_policy(col_blocks.extent(0)),
-                         CostLines<T>{col_blocks, cost_t_buffer, slots.d_cost_offset, slots.d_rows,
-                                      slots.d_target_point, slots.d_source_point, clouds.points(), norms,
-                                      cost});
+                         TransposeLines<T>{col_blocks, cost_buffer, cost_t_buffer, slots.d_cost_offset,
+                                           slots.d_rows, slots.d_cols});
+    if (sums_pending) {
+      epsilon = relative_epsilon();
+      sums_pending = false;
+    }
     detail::run_sinkhorn<T>(slots, cost_buffer, cost_t_buffer, state, options, epsilon, out, result.plan,
                             plan_offset_device, cost, gradient_points, result.source_gradient,
                             result.target_gradient);
   }
+  result.epsilon = epsilon;
 
   result.cost = out.cost;
   result.objective = out.objective;

@@ -96,49 +96,131 @@ void SinkhornOutputs::allocate(std::int64_t problems) {
 
 // ------------------------------------------------------------------- kernels
 
-/// One half-step: every line (row of `cost`) of the blocks gets
-///   pot ← −τ ε LSE_j(h_j − c_j/ε),  scaled ← pot/ε + log w,
-/// where h is the other side's scaled potential. With `check`, also the line's
-/// change of marginal, w·|exp(pot_old/ε + LSE) − exp(pot_new/ε + LSE)|.
+/// The arrays one half-step reads and writes: lines (rows of `cost`) of one
+/// side, h the other side's scaled potential.
+template <class T>
+struct SideArrays {
+  Vector<const T> cost;
+  Vector<const std::int64_t> line_begin, other_begin, other_count;
+  Vector<const T> other_scaled, weight, log_weight;
+  Vector<T> potential, scaled;
+  T tau;
+};
+
+/// One line of a half-step (called by one team thread):
+///   pot ← −τ ε LSE_j(h_j − c_j/ε),  scaled ← pot/ε + log w.
+/// With `check`, also stores the line's change of marginal,
+///   w·|exp(pot_old/ε + LSE) − exp(pot_new/ε + LSE)|.
+/// The batched (row-block) and the team-per-problem paths both go through this
+/// function, so they compute the same bits.
+template <class T>
+KOKKOS_INLINE_FUNCTION void update_line(const LineMember& team, const SideArrays<T>& side, const T* row,
+                                        const T* h, std::int64_t length, std::int64_t r, T epsilon,
+                                        T inv_epsilon, bool check, const Vector<double>& line_err) {
+  // The previous update gave pot = −τ ε LSE: its LSE is the guess.
+  const T guess = -side.potential(r) * inv_epsilon / side.tau;
+  const T lse = row_lse(team, row, h, length, inv_epsilon, guess);
+  const T updated = -side.tau * epsilon * lse;
+  Kokkos::single(Kokkos::PerThread(team), [&]() {
+    if (check) {
+      double change = 0;
+      const double w = static_cast<double>(side.weight(r));
+      if (w > 0) {
+        const double s = static_cast<double>(inv_epsilon);
+        change = w * kmath::fabs(kmath::exp(static_cast<double>(side.potential(r)) * s + lse) -
+                                 kmath::exp(static_cast<double>(updated) * s + lse));
+      }
+      line_err(r) = change;
+    }
+    side.potential(r) = updated;
+    side.scaled(r) = updated * inv_epsilon + side.log_weight(r);
+  });
+}
+
+/// One half-step over the lines of the blocks (row-block path).
 template <class T>
 struct HalfStep {
   BlockList blocks;
-  Vector<const T> cost;
-  Vector<const std::int64_t> cost_offset, line_begin, other_begin, other_count;
-  Vector<const T> other_scaled, weight, log_weight;
-  Vector<T> potential, scaled;
+  Vector<const std::int64_t> cost_offset;
+  SideArrays<T> side;
   Vector<double> line_err;
-  T epsilon, inv_epsilon, tau;
+  T epsilon, inv_epsilon;
   bool check;
 
   KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
     const std::int64_t slot = blocks(team.league_rank(), 0);
-    const std::int64_t first = blocks(team.league_rank(), 1);
-    const std::int64_t last = blocks(team.league_rank(), 2);
-    const std::int64_t length = other_count(slot);
-    const T* base = cost.data() + cost_offset(slot);
-    const T* h = other_scaled.data() + other_begin(slot);
-    const std::int64_t at = line_begin(slot);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const std::int64_t i) {
-      const std::int64_t r = at + i;
-      // The previous update gave pot = −τ ε LSE: its LSE is the guess.
-      const T guess = -potential(r) * inv_epsilon / tau;
-      const T lse = row_lse(team, base + i * length, h, length, inv_epsilon, guess);
-      const T updated = -tau * epsilon * lse;
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        if (check) {
-          double change = 0;
-          const double w = static_cast<double>(weight(r));
-          if (w > 0) {
-            const double s = static_cast<double>(inv_epsilon);
-            change = w * kmath::fabs(kmath::exp(static_cast<double>(potential(r)) * s + lse) -
-                                     kmath::exp(static_cast<double>(updated) * s + lse));
-          }
-          line_err(r) = change;
-        }
-        potential(r) = updated;
-        scaled(r) = updated * inv_epsilon + log_weight(r);
+    const std::int64_t length = side.other_count(slot);
+    const T* base = side.cost.data() + cost_offset(slot);
+    const T* h = side.other_scaled.data() + side.other_begin(slot);
+    const std::int64_t at = side.line_begin(slot);
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
+        [&](const std::int64_t i) {
+          update_line(team, side, base + i * length, h, length, at + i, epsilon, inv_epsilon, check, line_err);
+        });
+  }
+};
+
+/// The whole iteration of one problem in one team (team-per-problem path), for
+/// problems whose cost and transposed cost stay in a core's cache: no launch per
+/// half-step, and both half-steps find their data where the last one left it.
+/// Same updates, checks and stopping rule as the row-block path.
+template <class T>
+struct SolveInTeam {
+  Vector<const std::int64_t> which;  // slots
+  Vector<const std::int64_t> cost_offset;
+  SideArrays<T> rows, cols;
+  Vector<double> line_err;
+  Vector<std::int32_t> iterations, status;  // per slot
+  T epsilon, inv_epsilon;
+  int max_iter, check_every;
+  double tol;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
+    const std::int64_t slot = which(team.league_rank());
+    const std::int64_t n = cols.other_count(slot), m = rows.other_count(slot);
+    const T* c = rows.cost.data() + cost_offset(slot);
+    const T* ct = cols.cost.data() + cost_offset(slot);
+    const T* gb = rows.other_scaled.data() + rows.other_begin(slot);
+    const T* fa = cols.other_scaled.data() + cols.other_begin(slot);
+    const std::int64_t row_at = rows.line_begin(slot), col_at = cols.line_begin(slot);
+    int done = 0;
+    std::int32_t outcome = static_cast<std::int32_t>(SolveStatus::max_iter);
+    for (int it = 0; it < max_iter; ++it) {
+      const bool check = it > 0 && it % check_every == 0;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const std::int64_t i) {
+        update_line(team, rows, c + i * m, gb, m, row_at + i, epsilon, inv_epsilon, check, line_err);
       });
+      team.team_barrier();
+      double err = 0;
+      if (check)
+        Kokkos::single(
+            Kokkos::PerTeam(team),
+            [&](double& total) {
+              double sum = 0;
+              for (std::int64_t i = 0; i < n; ++i) sum += line_err(row_at + i);
+              total = sum;
+            },
+            err);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::int64_t j) {
+        update_line(team, cols, ct + j * n, fa, n, col_at + j, epsilon, inv_epsilon, false, line_err);
+      });
+      team.team_barrier();
+      done = it + 1;
+      if (check) {
+        if (!kmath::isfinite(err)) {
+          outcome = static_cast<std::int32_t>(SolveStatus::numerical_error);
+          break;
+        }
+        if (err < tol) {
+          outcome = static_cast<std::int32_t>(SolveStatus::optimal);
+          break;
+        }
+      }
+    }
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      iterations(slot) = done;
+      status(slot) = outcome;
     });
   }
 };
@@ -211,6 +293,7 @@ struct EvaluateLines {
           const T value = row_lse(team, c, h, length, inv_epsilon, guess);
           double part = 0;
           if (with_cost) {
+#ifdef KOTML_OT_DEVICE_PASS
             Kokkos::parallel_reduce(
                 Kokkos::ThreadVectorRange(team, length),
                 [&](const std::int64_t j, double& local) {
@@ -219,6 +302,9 @@ struct EvaluateLines {
                   local += static_cast<double>(p) * static_cast<double>(c[j]);
                 },
                 part);
+#else
+            part = row_transport_host(c, h, length, inv_epsilon, own, with_plan ? plan_base + i * length : nullptr);
+#endif
           }
           Kokkos::single(Kokkos::PerThread(team), [&]() {
             lse(at + i) = value;
@@ -339,29 +425,54 @@ void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vec
   const T eps = static_cast<T>(epsilon);
   const T inv_eps = static_cast<T>(1.0 / epsilon);
 
-  std::vector<std::int64_t> active(static_cast<std::size_t>(n_slots));
-  for (std::int64_t s = 0; s < n_slots; ++s) active[static_cast<std::size_t>(s)] = s;
-  auto row_blocks = make_blocks(slots, active, true);
-  auto col_blocks = make_blocks(slots, active, false);
+  std::vector<std::int64_t> every(static_cast<std::size_t>(n_slots));
+  for (std::int64_t s = 0; s < n_slots; ++s) every[static_cast<std::size_t>(s)] = s;
+  auto row_blocks = make_blocks(slots, every, true);
+  auto col_blocks = make_blocks(slots, every, false);
 
   Kokkos::parallel_for("kotml::ot::sinkhorn_scale_g", line_policy(col_blocks.extent(0)),
                        Rescale<T>{col_blocks, slots.d_col_begin, state.g, state.log_b, state.gb, inv_eps});
 
-  HalfStep<T> row_step{row_blocks,         cost,        slots.d_cost_offset, slots.d_row_begin,
-                       slots.d_col_begin,  slots.d_cols, state.gb,           state.a,
-                       state.log_a,        state.f,      state.fa,           state.row_err,
-                       eps,                inv_eps,      static_cast<T>(options.tau_a), false};
-  HalfStep<T> col_step{col_blocks,         cost_t,      slots.d_cost_offset, slots.d_col_begin,
-                       slots.d_row_begin,  slots.d_rows, state.fa,           state.b,
-                       state.log_b,        state.g,      state.gb,           state.row_err,
-                       eps,                inv_eps,      static_cast<T>(options.tau_b), false};
+  const SideArrays<T> rows{cost,     slots.d_row_begin, slots.d_col_begin, slots.d_cols, state.gb,
+                           state.a,  state.log_a,       state.f,           state.fa,     static_cast<T>(options.tau_a)};
+  const SideArrays<T> cols{cost_t,   slots.d_col_begin, slots.d_row_begin, slots.d_rows, state.fa,
+                           state.b,  state.log_b,       state.g,           state.gb,     static_cast<T>(options.tau_b)};
 
-  Vector<double> slot_err("kotml::ot::sinkhorn_slot_err", n_slots);
-  auto slot_err_host = Kokkos::create_mirror_view(slot_err);
-  Vector<std::int64_t> active_device("kotml::ot::sinkhorn_active", n_slots);
+  // Problems whose two cost copies fit the cache budget are solved whole by one
+  // team each; the others, row block by row block over every team.
+  std::vector<std::int64_t> in_team, active;
+  for (std::int64_t s = 0; s < n_slots; ++s) {
+    const auto bytes = static_cast<std::size_t>(2 * slots.rows[static_cast<std::size_t>(s)] *
+                                                slots.cols[static_cast<std::size_t>(s)]) * sizeof(T);
+    (bytes <= options.team_solve_bytes ? in_team : active).push_back(s);
+  }
   std::vector<std::int32_t> iterations(static_cast<std::size_t>(n_slots), 0);
   std::vector<std::int32_t> status(static_cast<std::size_t>(n_slots),
                                    static_cast<std::int32_t>(SolveStatus::max_iter));
+
+  if (!in_team.empty()) {
+    Vector<std::int64_t> which(no_init("kotml::ot::sinkhorn_team_slots"), in_team.size());
+    Kokkos::deep_copy(which, Kokkos::View<const std::int64_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                 in_team.data(), in_team.size()));
+    Vector<std::int32_t> team_iterations("kotml::ot::sinkhorn_team_iterations", n_slots);
+    Vector<std::int32_t> team_status("kotml::ot::sinkhorn_team_status", n_slots);
+    Kokkos::parallel_for("kotml::ot::sinkhorn_solve_in_team", line_policy(static_cast<std::int64_t>(in_team.size())),
+                         SolveInTeam<T>{which, slots.d_cost_offset, rows, cols, state.row_err, team_iterations,
+                                        team_status, eps, inv_eps, options.max_iter, options.check_every,
+                                        options.tol});
+    auto it_host = Kokkos::create_mirror_view_and_copy(HostSpace(), team_iterations);
+    auto st_host = Kokkos::create_mirror_view_and_copy(HostSpace(), team_status);
+    for (const std::int64_t s : in_team) {
+      iterations[static_cast<std::size_t>(s)] = it_host(s);
+      status[static_cast<std::size_t>(s)] = st_host(s);
+    }
+  }
+
+  HalfStep<T> row_step{make_blocks(slots, active, true), slots.d_cost_offset, rows, state.row_err, eps, inv_eps, false};
+  HalfStep<T> col_step{make_blocks(slots, active, false), slots.d_cost_offset, cols, state.row_err, eps, inv_eps, false};
+  Vector<double> slot_err("kotml::ot::sinkhorn_slot_err", n_slots);
+  auto slot_err_host = Kokkos::create_mirror_view(slot_err);
+  Vector<std::int64_t> active_device("kotml::ot::sinkhorn_active", n_slots);
 
   for (int it = 0; it < options.max_iter && !active.empty(); ++it) {
     const bool check = it > 0 && it % options.check_every == 0;

@@ -4,12 +4,14 @@
 //
 // A "slot" is one problem whose cost (n×m, row-major) and transposed cost (m×n)
 // are stored; its rows and columns own ranges of flat per-row and per-column
-// arrays (potentials, weights). Work is split into blocks of consecutive rows (or
-// columns) of one slot, one Kokkos team per block, so a batch of small problems
-// and one large problem both fill the machine. Each row's log-sum-exp is one
-// fixed sequence of operations (row_lse.hpp) and per-row partial results are
-// summed per slot in row order: the result of a slot does not depend on the
-// block size, the team size, the thread count or the other slots.
+// arrays (potentials, weights). A slot small enough to stay in a core's cache is
+// iterated whole by one Kokkos team (one launch for its whole solve); a larger
+// one is split into blocks of consecutive rows (or columns), one team per block,
+// with a launch per half-step, so a batch of small problems and one large
+// problem both fill the machine. Each row's log-sum-exp is one fixed sequence of
+// operations (row_lse.hpp) and per-row partial results are summed per slot in
+// row order: the result of a slot does not depend on the path, the block size,
+// the team size, the thread count or the other slots.
 
 #include <Kokkos_Core.hpp>
 

@@ -102,7 +102,10 @@ TEST(Sinkhorn, ReportedMarginalErrorMatchesThePlan) {
   }
 }
 
-TEST(Sinkhorn, DenseSolverEqualsBatchSolverBitwise) {
+// The dense solver on a host-computed cost and the batch solver on the points
+// agree; not bit for bit, since the batch's SIMD cost kernel may fuse
+// multiply-adds the scalar cost does not.
+TEST(Sinkhorn, DenseSolverAgreesWithBatchSolver) {
   for (const Case& c : test::load_cases("sinkhorn")) {
     SCOPED_TRACE(c.name);
     auto clouds = test::batch_of<double>(c);
@@ -116,12 +119,12 @@ TEST(Sinkhorn, DenseSolverEqualsBatchSolverBitwise) {
     const SinkhornSummary d =
         dense.solve(C, test::device_vector(c.a), test::device_vector(c.b), o, f, g);
     const SinkhornSummary s = r.summary(0);
-    EXPECT_EQ(d.cost, s.cost);
-    EXPECT_EQ(d.objective, s.objective);
-    EXPECT_EQ(d.iterations, s.iterations);
-    EXPECT_EQ(d.epsilon, s.epsilon);
+    EXPECT_LE(relative_error(d.cost, s.cost), 1e-12);
+    EXPECT_LE(relative_error(d.objective, s.objective), 1e-12);
+    EXPECT_LE(relative_error(d.epsilon, s.epsilon), 1e-14);
+    EXPECT_EQ(d.status, SolveStatus::optimal);
     auto f1 = to_host(f), f2 = to_host(r.f);
-    for (std::int64_t i = 0; i < c.n; ++i) EXPECT_EQ(f1(i), f2(i));
+    for (std::int64_t i = 0; i < c.n; ++i) EXPECT_NEAR(f1(i), f2(i), 1e-10 * (1 + std::fabs(f2(i))));
   }
 }
 
@@ -166,14 +169,17 @@ void check_batched_equals_single(Cost cost, double tau) {
   auto all = rb.clouds<T>({0, 1, 2, 3, 4});
   auto batch = sinkhorn<T>(all, rb.pairs, cost, o);
   SinkhornOptions small = o;
-  small.workspace_bytes = 1;  // one problem per chunk
+  small.workspace_bytes = 1;    // one problem per chunk,
+  small.team_solve_bytes = 0;   // iterated row block by row block
   auto chunked = sinkhorn<T>(all, rb.pairs, cost, small);
   auto bs = batch.summaries(), cs = chunked.summaries();
   auto bf = to_host(batch.f), bg = to_host(batch.g), cf = to_host(chunked.f);
   for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
     SCOPED_TRACE("pair " + std::to_string(u));
     EXPECT_EQ(bs[u].cost, cs[u].cost);
+    EXPECT_EQ(bs[u].objective, cs[u].objective);
     EXPECT_EQ(bs[u].iterations, cs[u].iterations);
+    EXPECT_EQ(bs[u].status, cs[u].status);
     const Pair p = rb.pairs[u];
     auto alone_clouds = p.source == p.target ? rb.clouds<T>({p.source}) : rb.clouds<T>({p.source, p.target});
     const Pair alone_pair = p.source == p.target ? Pair{0, 0} : Pair{0, 1};
@@ -224,6 +230,15 @@ TEST(Sinkhorn, RelativeEpsilonIsAFractionOfTheBatchMeanCost) {
     entries += static_cast<double>(n * m);
   }
   EXPECT_LE(relative_error(r.epsilon, 0.5 * total / entries), 1e-12);
+  // Summed while stored (one chunk) or in a pass of their own (several): same bits.
+  SinkhornOptions chunked = o;
+  chunked.workspace_bytes = 1;
+  auto c = sinkhorn<double>(clouds, rb.pairs, Cost::euclidean, chunked);
+  EXPECT_EQ(c.epsilon, r.epsilon);
+  auto fl = sinkhorn<float>(rb.clouds<float>({0, 1, 2, 3, 4}), rb.pairs, Cost::sqeuclidean, o);
+  auto flc = sinkhorn<float>(rb.clouds<float>({0, 1, 2, 3, 4}), rb.pairs, Cost::sqeuclidean, chunked);
+  EXPECT_EQ(fl.epsilon, flc.epsilon);
+  EXPECT_EQ(fl.summary(2).cost, flc.summary(2).cost);
 }
 
 // Objective of one dense problem as a function of its cost.

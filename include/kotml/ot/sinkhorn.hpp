@@ -84,6 +84,11 @@ struct SinkhornOptions {
   /// transpose per problem); problems are solved in chunks that fit. A problem
   /// larger than this on its own is still solved.
   std::size_t workspace_bytes = std::size_t(1) << 30;
+  /// Problems whose cost and transposed cost take at most this many bytes are
+  /// iterated whole by one team (they stay in a core's cache; one launch for the
+  /// whole solve); larger ones row block by row block across all teams. Both
+  /// paths compute the same bits; this only moves work around.
+  std::size_t team_solve_bytes = std::size_t(768) << 10;
 
   /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1],
   /// max_iter < 1, tol < 0, check_every < 1.

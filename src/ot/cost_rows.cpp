@@ -1,0 +1,121 @@
+// Host SIMD kernel for rows of costs between a point and consecutive pool
+// points (see cost_rows.hpp), and the transposed pool it reads.
+
+#include "cost_rows.hpp"
+
+#include <cmath>
+
+namespace kotml::ot::detail {
+namespace {
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define KOTML_OT_UNROLL _Pragma("GCC unroll 8")
+#elif defined(__clang__)
+#define KOTML_OT_UNROLL _Pragma("unroll")
+#else
+#define KOTML_OT_UNROLL
+#endif
+
+template <class T>
+__attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const double* __restrict x,
+                                                           const double* __restrict yt, std::int64_t stride,
+                                                           int dim, std::int64_t count, double norm_x,
+                                                           const double* norms_y, T* __restrict out) {
+  // x lives in the same transposed pool: coordinate k at x[k·stride].
+  constexpr int lanes = 8;
+  const bool cosine = kind == Cost::cosine;
+  double sum = 0;
+  std::int64_t j = 0;
+  auto finish = [&](double acc, std::int64_t at) {
+    if (cosine) {
+      const double norm_y = norms_y[at];
+      return (norm_x > 0 && norm_y > 0) ? 1.0 - acc / (norm_x * norm_y) : 1.0;
+    }
+    return kind == Cost::sqeuclidean ? acc : std::sqrt(acc);
+  };
+  for (; j + lanes <= count; j += lanes) {
+    double acc[lanes] = {};
+    if (cosine) {
+      for (int k = 0; k < dim; ++k) {
+        const double xk = x[k * stride];
+        const double* y = yt + k * stride + j;
+        KOTML_OT_UNROLL
+        for (int l = 0; l < lanes; ++l) acc[l] += xk * y[l];
+      }
+    } else {
+      for (int k = 0; k < dim; ++k) {
+        const double xk = x[k * stride];
+        const double* y = yt + k * stride + j;
+        KOTML_OT_UNROLL
+        for (int l = 0; l < lanes; ++l) {
+          const double diff = xk - y[l];
+          acc[l] += diff * diff;
+        }
+      }
+    }
+    for (int l = 0; l < lanes; ++l) {
+      const double v = finish(acc[l], j + l);
+      if (out) out[j + l] = static_cast<T>(v);
+      sum += v;
+    }
+  }
+  for (; j < count; ++j) {
+    double acc = 0;
+    for (int k = 0; k < dim; ++k) {
+      if (cosine) {
+        acc += x[k * stride] * yt[k * stride + j];
+      } else {
+        const double diff = x[k * stride] - yt[k * stride + j];
+        acc += diff * diff;
+      }
+    }
+    const double v = finish(acc, j);
+    if (out) out[j] = static_cast<T>(v);
+    sum += v;
+  }
+  return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KOTML_OT_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KOTML_OT_SIMD_CLONES
+#endif
+
+}  // namespace
+
+KOTML_OT_SIMD_CLONES
+double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
+                     std::int64_t count, double norm_x, const double* norms_y, float* out) {
+  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out);
+}
+
+KOTML_OT_SIMD_CLONES
+double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
+                     std::int64_t count, double norm_x, const double* norms_y, double* out) {
+  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out);
+}
+
+namespace {
+
+template <class T>
+void transpose_points(const Matrix<const T>& points, const Matrix<double>& out) {
+  Kokkos::parallel_for(
+      "kotml::ot::transposed_pool",
+      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {points.extent(0), points.extent(1)}),
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t k) { out(k, r) = static_cast<double>(points(r, k)); });
+}
+
+}  // namespace
+
+template <class T>
+Matrix<double> transposed_pool(const Matrix<const T>& points) {
+  Matrix<double> out(no_init("kotml::ot::transposed_pool"), points.extent(1), points.extent(0));
+  transpose_points(points, out);
+  return out;
+}
+
+template Matrix<double> transposed_pool<float>(const Matrix<const float>&);
+template Matrix<double> transposed_pool<double>(const Matrix<const double>&);
+
+}  // namespace kotml::ot::detail
