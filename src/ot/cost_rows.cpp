@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "kotml/ot/fast_exp.hpp"
+
 namespace kotml::ot::detail {
 namespace {
 
@@ -94,6 +96,60 @@ KOTML_OT_SIMD_CLONES
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
                      std::int64_t count, double norm_x, const double* norms_y, double* out) {
   return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out);
+}
+
+namespace {
+
+/// See row_gradient_host. Columns go in chunks whose weights are kept on the
+/// stack; every sum runs in column order, chunk after chunk.
+template <class T>
+__attribute__((always_inline)) inline void row_gradient_lanes(const T* __restrict c, const T* __restrict h,
+                                                              std::int64_t m, T s, T own, bool squared,
+                                                              const double* __restrict x,
+                                                              const double* __restrict yt, std::int64_t stride,
+                                                              int dim, double* __restrict grad) {
+  constexpr int chunk = 256, lanes = 8;
+  double w[chunk];
+  double total = 0;
+  for (int k = 0; k < dim; ++k) grad[k] = 0;
+  for (std::int64_t j0 = 0; j0 < m; j0 += chunk) {
+    const int width = static_cast<int>(m - j0 < chunk ? m - j0 : chunk);
+    for (int j = 0; j < width; ++j) {
+      const double p = static_cast<double>(fast_exp(own + h[j0 + j] - s * c[j0 + j]));
+      const double cj = static_cast<double>(c[j0 + j]);
+      w[j] = squared ? 2 * p : (cj > 0 ? p / cj : 0.0);
+      total += w[j];
+    }
+    // grad_k accumulates Σ_j w_j y_jk, eight columns per step.
+    const int full = width - width % lanes;
+    for (int k = 0; k < dim; ++k) {
+      const double* y = yt + k * stride + j0;
+      double acc[lanes] = {};
+      for (int j = 0; j < full; j += lanes)
+        KOTML_OT_UNROLL
+        for (int l = 0; l < lanes; ++l) acc[l] += w[j + l] * y[j + l];
+      double dot = 0;
+      for (int l = 0; l < lanes; ++l) dot += acc[l];
+      for (int j = full; j < width; ++j) dot += w[j] * y[j];
+      grad[k] += dot;
+    }
+  }
+  // Σ_j w_j (x_k − y_jk) = (Σ_j w_j) x_k − Σ_j w_j y_jk
+  for (int k = 0; k < dim; ++k) grad[k] = total * x[k * stride] - grad[k];
+}
+
+}  // namespace
+
+KOTML_OT_SIMD_CLONES
+void row_gradient_host(const float* c, const float* h, std::int64_t m, float s, float own, bool squared,
+                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad) {
+  row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad);
+}
+
+KOTML_OT_SIMD_CLONES
+void row_gradient_host(const double* c, const double* h, std::int64_t m, double s, double own, bool squared,
+                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad) {
+  row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad);
 }
 
 namespace {

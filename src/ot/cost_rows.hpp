@@ -32,6 +32,17 @@ double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t 
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
                      std::int64_t count, double norm_x, const double* norms_y, double* out);
 
+/// Host kernel: the gradient of Σ_j P_j C_j with respect to one point x (line
+/// of a Sinkhorn plan: P_j = exp(own + h_j − s·c_j)), through C = ||x − y||
+/// (w_j = P_j / C_j, 0 where C_j = 0) or C = ||x − y||² (w_j = 2 P_j):
+///   grad_k = Σ_j w_j (x_k − y_jk),
+/// with x and the m targets (consecutive rows) in the transposed pool. grad:
+/// dim contiguous doubles.
+void row_gradient_host(const float* c, const float* h, std::int64_t m, float s, float own, bool squared,
+                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad);
+void row_gradient_host(const double* c, const double* h, std::int64_t m, double s, double own, bool squared,
+                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad);
+
 /// The pool's coordinates, coordinate-major (dim × N), in double.
 template <class T>
 Matrix<double> transposed_pool(const Matrix<const T>& points);

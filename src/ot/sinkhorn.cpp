@@ -312,7 +312,7 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
       sums_pending = false;
     }
     detail::run_sinkhorn<T>(slots, cost_buffer, cost_t_buffer, state, options, epsilon, out, result.plan,
-                            plan_offset_device, cost, gradient_points, result.source_gradient,
+                            plan_offset_device, cost, gradient_points, points_t, result.source_gradient,
                             result.target_gradient);
   }
   result.epsilon = epsilon;
@@ -458,7 +458,8 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
   }
   Vector<const T> cost_flat(C.data(), static_cast<std::size_t>(n * m));
   detail::run_sinkhorn<T>(slots, cost_flat, cost_t_, state, options, epsilon, out, plan_flat, plan_offset,
-                          Cost::euclidean, Matrix<const T>(), Matrix<double>(), Matrix<double>());
+                          Cost::euclidean, Matrix<const T>(), Matrix<const double>(), Matrix<double>(),
+                          Matrix<double>());
   Kokkos::deep_copy(f, state.f);
   Kokkos::deep_copy(g, state.g);
 

@@ -1,5 +1,7 @@
 #include "sinkhorn_engine.hpp"
 
+#include "cost_rows.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -324,6 +326,7 @@ struct LineGradients {
   Vector<const std::int64_t> cost_offset, line_begin, other_begin, other_count, line_point, other_point;
   Vector<const T> scaled, other_scaled;
   Matrix<const T> points;
+  Matrix<const double> points_t;  // the pool coordinate-major, for the host kernel (may be empty)
   Matrix<double> gradient;
   T inv_epsilon;
   bool squared;
@@ -343,6 +346,14 @@ struct LineGradients {
             const T own = scaled(at + i);
             const std::int64_t r = at + i;
             const std::int64_t x = line_point(slot) + i;
+#ifndef KOTML_OT_DEVICE_PASS
+            if (points_t.extent(0) > 0) {
+              const auto stride = static_cast<std::int64_t>(points_t.extent(1));
+              row_gradient_host(c, h, length, inv_epsilon, own, squared, points_t.data() + x,
+                                points_t.data() + other_point(slot), stride, dim, &gradient(r, 0));
+              return;
+            }
+#endif
             for (int k = 0; k < dim; ++k) gradient(r, k) = 0;
             for (std::int64_t j = 0; j < length; ++j) {
               const double p = static_cast<double>(fast_exp(own + h[j] - inv_epsilon * c[j]));
@@ -418,8 +429,8 @@ template <class T>
 void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vector<const T>& cost_t,
                   SinkhornState<T>& state, const SinkhornOptions& options, double epsilon,
                   SinkhornOutputs& out, const Vector<T>& plan, const Vector<const std::int64_t>& plan_offset,
-                  Cost cost_kind, const Matrix<const T>& points, const Matrix<double>& source_gradient,
-                  const Matrix<double>& target_gradient) {
+                  Cost cost_kind, const Matrix<const T>& points, const Matrix<const double>& points_t,
+                  const Matrix<double>& source_gradient, const Matrix<double>& target_gradient) {
   const std::int64_t n_slots = slots.count();
   if (n_slots == 0) return;
   const T eps = static_cast<T>(epsilon);
@@ -549,12 +560,12 @@ void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vec
     Kokkos::parallel_for("kotml::ot::sinkhorn_source_gradients", line_policy(row_blocks.extent(0)),
                          LineGradients<T>{row_blocks, cost, slots.d_cost_offset, slots.d_row_begin,
                                           slots.d_col_begin, slots.d_cols, slots.d_source_point,
-                                          slots.d_target_point, state.fa, state.gb, points,
+                                          slots.d_target_point, state.fa, state.gb, points, points_t,
                                           source_gradient, inv_eps, squared});
     Kokkos::parallel_for("kotml::ot::sinkhorn_target_gradients", line_policy(col_blocks.extent(0)),
                          LineGradients<T>{col_blocks, cost_t, slots.d_cost_offset, slots.d_col_begin,
                                           slots.d_row_begin, slots.d_rows, slots.d_target_point,
-                                          slots.d_source_point, state.gb, state.fa, points,
+                                          slots.d_source_point, state.gb, state.fa, points, points_t,
                                           target_gradient, inv_eps, squared});
   }
   Kokkos::fence();
@@ -565,7 +576,8 @@ void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vec
   template void run_sinkhorn<T>(const SlotTable&, const Vector<const T>&, const Vector<const T>&,  \
                                 SinkhornState<T>&, const SinkhornOptions&, double, SinkhornOutputs&, \
                                 const Vector<T>&, const Vector<const std::int64_t>&, Cost,          \
-                                const Matrix<const T>&, const Matrix<double>&, const Matrix<double>&);
+                                const Matrix<const T>&, const Matrix<const double>&, const Matrix<double>&, \
+                                const Matrix<double>&);
 
 KOTML_OT_INSTANTIATE_ENGINE(float)
 KOTML_OT_INSTANTIATE_ENGINE(double)

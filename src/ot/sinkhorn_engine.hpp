@@ -77,12 +77,13 @@ struct SinkhornOutputs {
 /// cost_t at the slots' cost offsets, from the potentials in `state` (f is not
 /// needed; g is). Then evaluates cost, objective, marginal error and status into
 /// `out`, fills plans if `plan` is given (at plan_offset[problem]), and point
-/// gradients if `points` is given.
+/// gradients if `points` is given (points_t: the same pool coordinate-major,
+/// which host backends use for a SIMD gradient kernel; may be empty).
 template <class T>
 void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vector<const T>& cost_t,
                   SinkhornState<T>& state, const SinkhornOptions& options, double epsilon,
                   SinkhornOutputs& out, const Vector<T>& plan, const Vector<const std::int64_t>& plan_offset,
-                  Cost cost_kind, const Matrix<const T>& points, const Matrix<double>& source_gradient,
-                  const Matrix<double>& target_gradient);
+                  Cost cost_kind, const Matrix<const T>& points, const Matrix<const double>& points_t,
+                  const Matrix<double>& source_gradient, const Matrix<double>& target_gradient);
 
 }  // namespace kotml::ot::detail
