@@ -49,6 +49,11 @@ std::vector<std::string> AnnDataSource::obs_labels(const std::string& column) co
   return reader_->obs(column).as_strings();
 }
 
+bool AnnDataSource::obs_is_numeric(const std::string& column) const {
+  const auto kind = reader_->obs(column).kind;
+  return kind == io::ColumnKind::numeric || kind == io::ColumnKind::nullable_integer;
+}
+
 std::vector<std::string> AnnDataSource::keys(const std::string& group) const {
   if (group == "layers") return reader_->layers();
   if (group == "obsm") return reader_->obsm_keys();
@@ -105,6 +110,12 @@ void TableSource::add_obs(const std::string& column, std::vector<std::string> va
   if (static_cast<std::int64_t>(values.size()) != n_obs_)
     throw Error(name_, "obs/" + column, "column length differs from the number of cells");
   obs_.emplace_back(column, std::move(values));
+}
+
+void TableSource::mark_numeric(const std::string& column) { numeric_.push_back(column); }
+
+bool TableSource::obs_is_numeric(const std::string& column) const {
+  return std::find(numeric_.begin(), numeric_.end(), column) != numeric_.end();
 }
 
 void TableSource::add_obsm(const std::string& key, std::int64_t columns, std::vector<float> values) {

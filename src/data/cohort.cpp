@@ -37,6 +37,19 @@ std::string quoted_list(const std::vector<std::string>& items, std::size_t limit
   return out;
 }
 
+/// Order of donor ids and class labels: numpy.unique's, i.e. by value for a
+/// numeric column (so "10" follows "9") and by bytes for strings.
+struct LabelOrder {
+  bool numeric = false;
+  bool operator()(const std::string& a, const std::string& b) const {
+    if (numeric) {
+      const double x = std::stod(a), y = std::stod(b);
+      if (x != y) return x < y;
+    }
+    return a < b;
+  }
+};
+
 /// Draws n of the donor's rows without replacement (partial Fisher–Yates on the
 /// donor's own stream), returned ascending so reads walk the file forward.
 std::vector<std::int64_t> subsample(const std::vector<std::int64_t>& rows, std::int64_t n, std::uint64_t seed,
@@ -235,11 +248,13 @@ Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const
 
     const auto donor_of = source.obs_labels(options.patient_col);
     const auto label_of = source.obs_labels(options.label_col);
+    const LabelOrder donor_order{source.obs_is_numeric(options.patient_col)};
+    const LabelOrder class_order{source.obs_is_numeric(options.label_col)};
     std::vector<std::string> group_of;
     if (!options.group_by.empty()) group_of = source.obs_labels(options.group_by);
 
     // Donors sorted by id, each with its cells in file order.
-    std::map<std::string, std::vector<std::int64_t>> rows_of;
+    std::map<std::string, std::vector<std::int64_t>, LabelOrder> rows_of(donor_order);
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(donor_of.size()); ++i) {
       if (donor_of[i].empty())
         throw Error(file, "obs/" + options.patient_col,
@@ -305,7 +320,7 @@ Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const
 
     // Classes of the kept donors, sorted by label string.
     for (const auto& donor : cohort.donors) cohort.classes.push_back(label_of_donor[donor.id]);
-    std::sort(cohort.classes.begin(), cohort.classes.end());
+    std::sort(cohort.classes.begin(), cohort.classes.end(), class_order);
     cohort.classes.erase(std::unique(cohort.classes.begin(), cohort.classes.end()), cohort.classes.end());
     if (cohort.classes.size() < 2)
       throw Error(file, "obs/" + options.label_col,
@@ -316,7 +331,7 @@ Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const
       auto& donor = cohort.donors[i];
       donor.index = static_cast<GlobalId>(i);
       donor.label = static_cast<std::int32_t>(
-          std::lower_bound(cohort.classes.begin(), cohort.classes.end(), label_of_donor[donor.id]) -
+          std::lower_bound(cohort.classes.begin(), cohort.classes.end(), label_of_donor[donor.id], class_order) -
           cohort.classes.begin());
     }
 

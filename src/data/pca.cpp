@@ -1,4 +1,4 @@
-// Randomized block subspace iteration PCA with implicit centring (see pca.hpp).
+// Block Lanczos PCA with implicit centring (see pca.hpp).
 
 #include "kotml/data/pca.hpp"
 
@@ -18,72 +18,173 @@ namespace {
 
 using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Vec = Eigen::VectorXd;
-using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
+using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+using Partials = Kokkos::View<double***, Kokkos::LayoutRight, MemSpace>;
 
-/// out(r, :) = sum_p values(p) · in(indices(p), :) - scale_r · shift(:), for every
-/// row r of the CSR (indptr, indices, values): X·V - 1 (mu^T V) with the cells'
-/// CSR, and X^T·B - mu (1^T B) with the features' CSR (scale_r = mu_r). A row's
-/// block is accumulated value by value, columns innermost (contiguous).
-struct SparseTimesBlock {
+/// Columns of a block handled by one thread: its partial sums live in registers.
+constexpr std::int64_t panel = 8;
+
+/// The cells' CSR as the kernels read it: 32-bit column indices (features are
+/// far fewer than 2^31) to cut the bytes streamed per stored value.
+struct Cells {
+  std::int64_t rows = 0, cols = 0;
   Vector<const std::int64_t> indptr;
-  Vector<const std::int64_t> indices;
+  Vector<const std::int32_t> indices;
   Vector<const float> values;
+};
+
+Cells to_cells(const HostCsr& x) {
+  std::vector<std::int32_t> indices(x.indices.begin(), x.indices.end());
+  return Cells{x.rows, x.cols, detail::to_device("pca indptr", x.indptr), detail::to_device("pca indices", indices),
+               detail::to_device("pca values", x.values)};
+}
+
+/// Rows per chunk: a function of the row count only, so the chunk sums below
+/// are added in the same order for any thread count; at most 256 chunks.
+std::int64_t chunk_rows(std::int64_t rows) { return std::max<std::int64_t>(512, (rows + 255) / 256); }
+
+/// C V = A^T (A V) in one pass over the cells, A = X - 1 mu^T. For each row r and
+/// panel of columns: b_r = x_r V - mu^T V (registers), then partial(chunk, j, :)
+/// += x_rj b_r for the row's stored j, and sums(chunk, :) += b_r. One thread per
+/// (chunk, panel) owns its slices, so nothing is shared.
+struct GramChunks {
+  Cells x;
+  Matrix<const double> v;        // features × l
+  Vector<const double> shift;    // mu^T V, length l
+  Partials partial;              // chunks × features × l
+  Matrix<double> sums;           // chunks × l
+  std::int64_t rows_per_chunk, panels;
+
+  /// The chunk's rows for columns c0 .. c0 + width; width is a compile-time
+  /// constant for full panels so the column loops unroll.
+  template <std::int64_t Width>
+  KOKKOS_INLINE_FUNCTION void rows(const std::int64_t chunk, const std::int64_t c0, const std::int64_t width) const {
+    const std::int64_t w = Width > 0 ? Width : width;
+    double total[panel] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const std::int64_t begin = chunk * rows_per_chunk;
+    const std::int64_t end = begin + rows_per_chunk < x.rows ? begin + rows_per_chunk : x.rows;
+    for (std::int64_t r = begin; r < end; ++r) {
+      double b[panel] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const std::int64_t p0 = x.indptr(r), p1 = x.indptr(r + 1);
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const double value = static_cast<double>(x.values(p));
+        const double* vj = &v(x.indices(p), c0);
+        for (std::int64_t c = 0; c < w; ++c) b[c] += value * vj[c];
+      }
+      for (std::int64_t c = 0; c < w; ++c) {
+        b[c] -= shift(c0 + c);
+        total[c] += b[c];
+      }
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const double value = static_cast<double>(x.values(p));
+        double* out = &partial(chunk, x.indices(p), c0);
+        for (std::int64_t c = 0; c < w; ++c) out[c] += value * b[c];
+      }
+    }
+    for (std::int64_t c = 0; c < w; ++c) sums(chunk, c0 + c) = total[c];
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t item) const {
+    const std::int64_t chunk = item / panels;
+    const std::int64_t c0 = (item % panels) * panel;
+    const auto l = static_cast<std::int64_t>(v.extent(1));
+    const std::int64_t width = l - c0 < panel ? l - c0 : panel;
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      for (std::int64_t c = 0; c < width; ++c) partial(chunk, j, c0 + c) = 0.0;
+    if (width == panel)
+      rows<panel>(chunk, c0, width);
+    else
+      rows<0>(chunk, c0, width);
+  }
+};
+
+/// w(j, c) = sum over chunks, in chunk order, of partial(chunk, j, c), minus
+/// mu_j · (1^T A V)(c).
+struct ReduceChunks {
+  Partials partial;
+  Matrix<const double> sums;
+  Vector<const double> mu;
+  Matrix<double> w;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t item) const {
+    const auto l = static_cast<std::int64_t>(w.extent(1));
+    const std::int64_t j = item / l, c = item % l;
+    double value = 0, total = 0;
+    for (std::size_t chunk = 0; chunk < partial.extent(0); ++chunk) {
+      value += partial(chunk, j, c);
+      total += sums(chunk, c);
+    }
+    w(j, c) = value - mu(j) * total;
+  }
+};
+
+/// out(r, :) = x_r · in - shift, one thread per (row, panel): A·Y for the scores.
+struct CellsTimesBlock {
+  Cells x;
   Matrix<const double> in;
-  Vector<const double> shift;      // length l
-  Vector<const double> row_scale;  // per output row, multiplies shift; empty: 1
+  Vector<const double> shift;
   Matrix<double> out;
-  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const auto r = static_cast<std::int64_t>(team.league_rank());
+  std::int64_t panels;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t item) const {
+    const std::int64_t r = item / panels;
+    const std::int64_t c0 = (item % panels) * panel;
     const auto l = static_cast<std::int64_t>(in.extent(1));
-    const double scale = row_scale.extent(0) > 0 ? row_scale(r) : 1.0;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, l), [&](const std::int64_t c) { out(r, c) = -scale * shift(c); });
-    team.team_barrier();
-    for (std::int64_t p = indptr(r); p < indptr(r + 1); ++p) {
-      const double v = static_cast<double>(values(p));
-      const std::int64_t j = indices(p);
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, l), [&](const std::int64_t c) { out(r, c) += v * in(j, c); });
+    const std::int64_t width = l - c0 < panel ? l - c0 : panel;
+    double acc[panel] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (std::int64_t p = x.indptr(r); p < x.indptr(r + 1); ++p) {
+      const double value = static_cast<double>(x.values(p));
+      const double* row = &in(x.indices(p), c0);
+      for (std::int64_t c = 0; c < width; ++c) acc[c] += value * row[c];
+    }
+    for (std::int64_t c = 0; c < width; ++c) out(r, c0 + c) = acc[c] - shift(c0 + c);
+  }
+};
+
+/// Per chunk and feature: sum and sum of squares of the stored values.
+struct MomentChunks {
+  Cells x;
+  Partials partial;  // chunks × features × 2
+  std::int64_t rows_per_chunk;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t chunk) const {
+    for (std::int64_t j = 0; j < x.cols; ++j) partial(chunk, j, 0) = partial(chunk, j, 1) = 0.0;
+    const std::int64_t begin = chunk * rows_per_chunk;
+    const std::int64_t end = begin + rows_per_chunk < x.rows ? begin + rows_per_chunk : x.rows;
+    for (std::int64_t p = x.indptr(begin); p < x.indptr(end); ++p) {
+      const double value = static_cast<double>(x.values(p));
+      partial(chunk, x.indices(p), 0) += value;
+      partial(chunk, x.indices(p), 1) += value * value;
     }
   }
 };
 
-/// sums(c) = sum_r m(r, c), each column summed in row order by one thread.
-struct ColumnSums {
-  Matrix<const double> m;
-  Vector<double> sums;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t c) const {
-    double s = 0;
-    for (std::size_t r = 0; r < m.extent(0); ++r) s += m(r, c);
-    sums(c) = s;
-  }
-};
-
-/// Per feature (row of the features' CSR): sum and sum of squares of its values.
-struct FeatureSums {
-  Vector<const std::int64_t> indptr;
-  Vector<const float> values;
-  Vector<double> sums, squares;
+/// moments(j, k) = sum over chunks, in order, of partial(chunk, j, k).
+struct SumChunks {
+  Partials partial;
+  Matrix<double> moments;
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t j) const {
     double s = 0, s2 = 0;
-    for (std::int64_t p = indptr(j); p < indptr(j + 1); ++p) {
-      const double v = values(p);
-      s += v;
-      s2 += v * v;
+    for (std::size_t chunk = 0; chunk < partial.extent(0); ++chunk) {
+      s += partial(chunk, j, 0);
+      s2 += partial(chunk, j, 1);
     }
-    sums(j) = s;
-    squares(j) = s2;
+    moments(j, 0) = s;
+    moments(j, 1) = s2;
   }
 };
 
-using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
-
-void run_sparse_times_block(const SparseTimesBlock& k, std::int64_t rows) {
-  Kokkos::parallel_for("kotml::data::pca_sparse_times_block", Kokkos::TeamPolicy<ExecSpace>(rows, 1, Kokkos::AUTO), k);
+void run_gram_chunks(const GramChunks& k, std::int64_t items) {
+  Kokkos::parallel_for("kotml::data::pca_gram_chunks", Range(0, items), k);
 }
-void run_column_sums(const ColumnSums& k, std::int64_t cols) {
-  Kokkos::parallel_for("kotml::data::pca_column_sums", Range(0, cols), k);
+void run_reduce_chunks(const ReduceChunks& k, std::int64_t items) {
+  Kokkos::parallel_for("kotml::data::pca_reduce_chunks", Range(0, items), k);
 }
-void run_feature_sums(const FeatureSums& k, std::int64_t features) {
-  Kokkos::parallel_for("kotml::data::pca_feature_sums", Range(0, features), k);
+void run_cells_times_block(const CellsTimesBlock& k, std::int64_t items) {
+  Kokkos::parallel_for("kotml::data::pca_cells_times_block", Range(0, items), k);
+}
+void run_moment_chunks(const MomentChunks& k, std::int64_t chunks) {
+  Kokkos::parallel_for("kotml::data::pca_moment_chunks", Range(0, chunks), k);
+}
+void run_sum_chunks(const SumChunks& k, std::int64_t features) {
+  Kokkos::parallel_for("kotml::data::pca_sum_chunks", Range(0, features), k);
 }
 
 Matrix<double> device_copy(const std::string& label, const Mat& m) {
@@ -107,37 +208,56 @@ Mat thin_q(const Mat& m) {
   return qr.householderQ() * Mat::Identity(m.rows(), m.cols());
 }
 
-/// The centred operator A = X - 1 mu^T applied as C = A^T A to blocks of
-/// feature-space vectors, on the device.
-class GramOperator {
+/// The centred operator A = X - 1 mu^T of the cells, on the device.
+class CentredCells {
  public:
-  GramOperator(const HostCsr& x, const std::vector<double>& mean)
-      : cells_(to_device(x)), features_(to_device(transpose(x))), mu_(mean.data(), static_cast<Eigen::Index>(mean.size())),
-        mu_device_(detail::to_device("pca mean", mean)) {}
-
-  /// B = A V (cells × l), kept on the device.
-  Matrix<double> times(const Mat& v) const {
-    Matrix<double> b(no_init("pca A V"), cells_.rows, v.cols());
-    const Vec shift = v.transpose() * mu_;  // mu^T V
-    run_sparse_times_block(SparseTimesBlock{cells_.indptr, cells_.indices, cells_.values, device_copy("pca V", v),
-                                            device_vector("pca mu^T V", shift), Vector<const double>(), b},
-                           cells_.rows);
-    return b;
+  explicit CentredCells(const HostCsr& x) : x_(to_cells(x)), rows_per_chunk_(chunk_rows(x.rows)) {
+    chunks_ = (x.rows + rows_per_chunk_ - 1) / rows_per_chunk_;
   }
-  /// A^T B (features × l), on the host.
-  Mat transpose_times(const Matrix<double>& b) const {
-    Vector<double> sums(no_init("pca 1^T B"), b.extent(1));
-    run_column_sums(ColumnSums{b, sums}, static_cast<std::int64_t>(b.extent(1)));
-    Matrix<double> w(no_init("pca A^T B"), features_.rows, b.extent(1));
-    run_sparse_times_block(SparseTimesBlock{features_.indptr, features_.indices, features_.values, b, sums, mu_device_, w},
-                           features_.rows);
+
+  /// Per feature: sum and sum of squares over the cells (features × 2).
+  Mat moments() const {
+    MomentChunks k{x_, Partials(no_init("pca moment partials"), chunks_, x_.cols, 2), rows_per_chunk_};
+    run_moment_chunks(k, chunks_);
+    Matrix<double> moments(no_init("pca moments"), x_.cols, 2);
+    run_sum_chunks(SumChunks{k.partial, moments}, x_.cols);
+    return host_copy(moments);
+  }
+
+  void set_mean(const std::vector<double>& mean) {
+    mu_ = Eigen::Map<const Vec>(mean.data(), static_cast<Eigen::Index>(mean.size()));
+    mu_device_ = detail::to_device("pca mean", mean);
+  }
+
+  /// A^T A V (features × l).
+  Mat gram_times(const Mat& v) const {
+    const auto l = static_cast<std::int64_t>(v.cols());
+    GramChunks k{x_,
+                 device_copy("pca V", v),
+                 device_vector("pca mu^T V", v.transpose() * mu_),
+                 Partials(no_init("pca gram partials"), chunks_, x_.cols, l),
+                 Matrix<double>(no_init("pca chunk sums"), chunks_, l),
+                 rows_per_chunk_,
+                 (l + panel - 1) / panel};
+    run_gram_chunks(k, chunks_ * k.panels);
+    Matrix<double> w(no_init("pca A^T A V"), x_.cols, l);
+    run_reduce_chunks(ReduceChunks{k.partial, k.sums, mu_device_, w}, x_.cols * l);
     return host_copy(w);
   }
-  Mat gram_times(const Mat& v) const { return transpose_times(times(v)); }
+
+  /// A Y (cells × l).
+  Mat times(const Mat& y) const {
+    const auto l = static_cast<std::int64_t>(y.cols());
+    CellsTimesBlock k{x_, device_copy("pca Y", y), device_vector("pca mu^T Y", y.transpose() * mu_),
+                      Matrix<double>(no_init("pca A Y"), x_.rows, l), (l + panel - 1) / panel};
+    run_cells_times_block(k, x_.rows * k.panels);
+    return host_copy(k.out);
+  }
 
  private:
-  DeviceCsr cells_, features_;
-  Eigen::Map<const Vec> mu_;
+  Cells x_;
+  std::int64_t rows_per_chunk_ = 0, chunks_ = 0;
+  Vec mu_;
   Vector<const double> mu_device_;
 };
 
@@ -172,24 +292,16 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
   result.n_comps = k;
 
   // Feature means and total variance (unbiased), as scanpy's _get_mean_var.
-  {
-    const DeviceCsr features = to_device(transpose(x));
-    FeatureSums moments{features.indptr, features.values, Vector<double>("pca sums", g), Vector<double>("pca squares", g)};
-    run_feature_sums(moments, g);
-    const auto sums = detail::to_host(moments.sums);
-    const auto squares = detail::to_host(moments.squares);
-    result.mean.resize(g);
-    const auto nd = static_cast<double>(n);
-    double total = 0;
-    for (std::int64_t j = 0; j < g; ++j) {
-      result.mean[j] = sums[j] / nd;
-      total += (squares[j] / nd - result.mean[j] * result.mean[j]) * nd / (nd - 1.0);
-    }
-    result.variance_ratio.assign(1, total);  // total variance, replaced below
+  CentredCells gram(x);
+  const Mat moments = gram.moments();
+  result.mean.resize(g);
+  const auto nd = static_cast<double>(n);
+  double total_variance = 0;
+  for (std::int64_t j = 0; j < g; ++j) {
+    result.mean[j] = moments(j, 0) / nd;
+    total_variance += (moments(j, 1) / nd - result.mean[j] * result.mean[j]) * nd / (nd - 1.0);
   }
-  const double total_variance = result.variance_ratio[0];
-  result.variance_ratio.clear();
-  const GramOperator gram(x, result.mean);
+  gram.set_mean(result.mean);
 
   // Block Lanczos with full reorthogonalisation. basis holds Q_1..Q_j; t is the
   // projected matrix Q^T C Q, filled column block by column block.
@@ -204,7 +316,10 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
   Mat t = Mat::Zero(max_basis, max_basis);
   Vec theta;
   Mat ritz;  // columns: eigenvectors of t, by descending Ritz value
-  std::int64_t m = 0, last_check = 0;
+  // Convergence checks cost an m × m eigensolve: they are spaced by predicting,
+  // from the last two residuals, where the residual reaches tol.
+  std::int64_t m = 0, next_check = k + b, previous_m = 0;
+  double previous_residual = 0;
   const auto solve_projected = [&](std::int64_t size) {
     Mat tm = t.topLeftCorner(size, size);
     tm = 0.5 * (tm + tm.transpose()).eval();
@@ -240,8 +355,7 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
 
     // Convergence of the leading Ritz pairs: ||C y - theta y|| = ||R s_last||.
     const bool full = m >= max_basis;
-    if ((m >= k + b && m - last_check >= std::max<std::int64_t>(b, m / 10)) || full) {
-      last_check = m;
+    if (m >= next_check || full) {
       solve_projected(m);
       double worst = 0;
       for (std::int64_t i = 0; i < k; ++i) {
@@ -253,6 +367,15 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
         result.converged = worst <= o.tol || m == g;
         break;
       }
+      std::int64_t step = std::max<std::int64_t>(b, m / 8);
+      if (previous_m > 0 && worst < previous_residual && worst > 0) {
+        const double rate = (std::log(worst) - std::log(previous_residual)) / static_cast<double>(m - previous_m);
+        const double needed = (std::log(o.tol) - std::log(worst)) / rate;
+        step = std::max<std::int64_t>(b, std::min<std::int64_t>(static_cast<std::int64_t>(needed) + 1, m / 4 + b));
+      }
+      previous_m = m;
+      previous_residual = worst;
+      next_check = m + step;
     }
     Mat grown(g, m + next);
     grown << basis, q_w.leftCols(next);
@@ -269,12 +392,11 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
     y.col(i).cwiseAbs().maxCoeff(&at);
     if (y(at, i) < 0) y.col(i) *= -1.0;
   }
-  const Mat scores = host_copy(gram.times(y));
+  const Mat scores = gram.times(y);
   result.components.resize(static_cast<std::size_t>(k * g));
   for (std::int64_t i = 0; i < k; ++i)
     for (std::int64_t j = 0; j < g; ++j) result.components[i * g + j] = y(j, i);
   result.scores.assign(scores.data(), scores.data() + n * k);
-  const auto nd = static_cast<double>(n);
   for (std::int64_t i = 0; i < k; ++i) {
     const double s2 = std::max(theta(i), 0.0);
     result.singular_values.push_back(std::sqrt(s2));

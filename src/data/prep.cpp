@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <Kokkos_Timer.hpp>
+
 #include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
 #include "kotml/data/normalize_total.hpp"
 #include "kotml/data/sparse.hpp"
 #include "kotml/io/anndata.hpp"
@@ -65,6 +68,11 @@ std::vector<std::int32_t> batch_codes(const io::AnnDataReader& reader, const std
 
 PrepReport run_prep(const PrepOptions& o) {
   PrepReport report;
+  Kokkos::Timer timer;
+  const auto stage = [&](const std::string& what) {
+    log::info("prep: " + what + " " + std::to_string(timer.seconds()) + " s");
+    timer.reset();
+  };
   if (o.normalize && !(o.target_sum > 0.0) ) throw Error::option("target-sum", "must be positive");
   const io::AnnDataReader reader(o.input);
   const std::string element = o.layer.empty() ? "X" : "layers/" + o.layer;
@@ -77,6 +85,7 @@ PrepReport run_prep(const PrepOptions& o) {
   report.n_obs = x.rows;
   report.n_vars = x.cols;
   const auto gene_names = reader.var_names();
+  stage("read " + element);
 
   const ValueCheck check = check_values(x);
   if (check.non_finite > 0)
@@ -95,6 +104,7 @@ PrepReport run_prep(const PrepOptions& o) {
     normalize_total(x, o.target_sum);
     log1p(x);
   }
+  stage("checked and normalised");
 
   // Highly variable genes.
   std::vector<std::int64_t> genes;
@@ -117,6 +127,7 @@ PrepReport run_prep(const PrepOptions& o) {
     for (std::int64_t g = 0; g < x.cols; ++g) genes.push_back(g);
   }
   report.n_hvg = static_cast<std::int64_t>(genes.size());
+  stage("highly variable genes");
 
   // PCA on the HVG columns.
   PcaResult pca_result;
@@ -140,6 +151,8 @@ PrepReport run_prep(const PrepOptions& o) {
                                 " (tolerance " + std::to_string(po.tol) +
                                 "); trailing components may be inexact (raise --pca-max-basis)");
   }
+
+  if (o.run_pca) stage("PCA (" + std::to_string(pca_result.iterations) + " Lanczos blocks)");
 
   // The output file.
   io::AnnDataContent out;
@@ -201,7 +214,9 @@ PrepReport run_prep(const PrepOptions& o) {
   }
   if (o.normalize) out.uns_scalars.emplace_back("kotml_prep/target_sum", o.target_sum);
   out.uns_strings.emplace_back("kotml_prep/input", o.input);
+  stage("assembled the output");
   io::write_anndata(o.output, out);
+  stage("wrote " + o.output);
   return report;
 }
 

@@ -22,8 +22,6 @@ using detail::to_device;
 
 constexpr double mode_sd = 1.5;
 constexpr double x_scale = 5.0 / 4.0;
-constexpr double shared_x[2] = {0.0, 40.0};
-constexpr double shared_y[2] = {0.0, 50.0};
 
 /// One cell per thread: its values come from its own stream only.
 struct Toy2dCellKernel {
@@ -46,8 +44,9 @@ struct Toy2dCellKernel {
       for (std::int64_t j = 0; j < noise_dims; ++j)
         x(i, 1 + j) = static_cast<float>(noise_scale * s.uniform(7.5 + o, 12.5 + o));
     } else {
-      const double sx = mode == 1 ? shared_x[0] : shared_x[1];
-      const double sy = mode == 1 ? shared_y[0] : shared_y[1];
+      // Shared modes at (0, 0) and (40, 50), as GGML-OT's shared_means_x/_y.
+      const double sx = mode == 1 ? 0.0 : 40.0;
+      const double sy = mode == 1 ? 0.0 : 50.0;
       x(i, 0) = static_cast<float>(x_scale * s.normal(sx, mode_sd));
       for (std::int64_t j = 0; j < noise_dims; ++j)
         x(i, 1 + j) = static_cast<float>(noise_scale * s.normal(sy, mode_sd));

@@ -263,6 +263,32 @@ TEST(Cohort, SmallDonorsDroppedOrKeptWhole) {
   EXPECT_EQ(all.total_points(), 4 + 9 + 12 + 7 + 15 + 10);
 }
 
+TEST(Cohort, NumericDonorsAndLabelsSortByValueAsNumpyUnique) {
+  // Donors 10, 9, 2 and labels 10 / 9: numpy.unique orders numbers by value.
+  std::vector<std::string> donor, label;
+  std::vector<float> x;
+  const std::pair<const char*, const char*> cells[] = {{"10", "10"}, {"9", "9"}, {"2", "10"}, {"10", "10"}, {"9", "9"}, {"2", "10"}};
+  for (const auto& [d, l] : cells) {
+    donor.push_back(d);
+    label.push_back(l);
+    x.push_back(static_cast<float>(x.size()));
+  }
+  TableSource t("numbers", 6, 1, x);
+  t.add_obs("donor", donor);
+  t.add_obs("label", label);
+  auto o = table_options();
+  o.n_cells = 2;
+  const Cohort as_text = build_cohort(t, o, world());
+  EXPECT_EQ(as_text.donor_ids(), (std::vector<std::string>{"10", "2", "9"}));
+  EXPECT_EQ(as_text.classes, (std::vector<std::string>{"10", "9"}));
+  t.mark_numeric("donor");
+  t.mark_numeric("label");
+  const Cohort as_numbers = build_cohort(t, o, world());
+  EXPECT_EQ(as_numbers.donor_ids(), (std::vector<std::string>{"2", "9", "10"}));
+  EXPECT_EQ(as_numbers.classes, (std::vector<std::string>{"9", "10"}));
+  EXPECT_EQ(as_numbers.labels(), (std::vector<std::int32_t>{1, 0, 1}));
+}
+
 TEST(Cohort, GroupModeUsesGlobalCentroidsAndGroupFractions) {
   const auto table = hand_table();
   auto o = table_options();

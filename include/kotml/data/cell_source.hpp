@@ -27,6 +27,8 @@ class CellSource {
   /// One string per cell; a missing value (categorical code -1, missing nullable
   /// entry) is "". Error naming the column if it does not exist.
   virtual std::vector<std::string> obs_labels(const std::string& column) const = 0;
+  /// True for numeric columns: their labels sort by value, as numpy.unique does.
+  virtual bool obs_is_numeric(const std::string& column) const { return false; }
 
   /// Keys below "layers" or "obsm".
   virtual std::vector<std::string> keys(const std::string& group) const = 0;
@@ -50,6 +52,7 @@ class AnnDataSource : public CellSource {
   std::int64_t n_obs() const override;
   std::vector<std::string> obs_columns() const override;
   std::vector<std::string> obs_labels(const std::string& column) const override;
+  bool obs_is_numeric(const std::string& column) const override;
   std::vector<std::string> keys(const std::string& group) const override;
   std::int64_t n_features(const std::string& element) const override;
   std::vector<std::string> var_names() const override;
@@ -70,12 +73,15 @@ class TableSource : public CellSource {
 
   void set_var_names(std::vector<std::string> names);
   void add_obs(const std::string& column, std::vector<std::string> values);
+  /// Declares an obs column numeric (its labels are numbers written as text).
+  void mark_numeric(const std::string& column);
   void add_obsm(const std::string& key, std::int64_t columns, std::vector<float> values);
 
   std::string name() const override { return name_; }
   std::int64_t n_obs() const override { return n_obs_; }
   std::vector<std::string> obs_columns() const override;
   std::vector<std::string> obs_labels(const std::string& column) const override;
+  bool obs_is_numeric(const std::string& column) const override;
   std::vector<std::string> keys(const std::string& group) const override;
   std::int64_t n_features(const std::string& element) const override;
   std::vector<std::string> var_names() const override { return var_names_; }
@@ -95,6 +101,7 @@ class TableSource : public CellSource {
   Matrix x_;
   std::vector<std::string> var_names_;
   std::vector<std::pair<std::string, std::vector<std::string>>> obs_;
+  std::vector<std::string> numeric_;
   std::map<std::string, Matrix> obsm_;
 };
 

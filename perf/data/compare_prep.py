@@ -1,0 +1,107 @@
+"""Side-by-side timing of `kotml prep` and scanpy's standard preprocessing on the
+same .h5ad files, file to file:
+
+    kotml prep IN -o OUT --n-top-genes H --n-comps K
+    scanpy: read_h5ad, pp.normalize_total(target_sum=1e4), pp.log1p,
+            pp.highly_variable_genes(n_top_genes=H), pp.pca(n_comps=K), write_h5ad
+
+Run it through perf/data/run_comparison.sh (which provides the Python
+environment). Inputs: ../shared/data/glioblastoma_lemur.h5ad when present, and
+scrna cohorts made by `kotml simulate` (sizes below). Each measurement is the
+median wall time of --repeats runs; both tools use the same number of threads
+(OMP_NUM_THREADS for kotml's OpenMP build, NUMBA/OPENBLAS/OMP threads for
+scanpy). The table also reports whether the HVG sets agree and the largest
+principal angle between the first min(20, K) components.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.modules["zarr"] = None  # anndata 0.11.4 refuses zarr >= 3; no zarr is used here
+
+import anndata as ad  # noqa: E402
+import numpy as np  # noqa: E402
+import scanpy as sc  # noqa: E402
+import scipy.linalg  # noqa: E402
+
+
+def scanpy_prep(src, dst, n_top, n_comps):
+    a = ad.read_h5ad(src)
+    sc.pp.normalize_total(a, target_sum=1e4)
+    sc.pp.log1p(a)
+    sc.pp.highly_variable_genes(a, n_top_genes=n_top)
+    sc.pp.pca(a, n_comps=n_comps)
+    a.write_h5ad(dst)
+
+
+def timed(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{platform.node()}: {cpu}, {os.cpu_count()} logical cores"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True, help="build directory with src/kotml")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--shared-data", default=os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data"))
+    args = p.parse_args()
+    kotml = os.path.abspath(os.path.join(args.build, "src", "kotml"))
+    threads = str(args.threads)
+    env = dict(os.environ, OMP_NUM_THREADS=threads, OMP_PROC_BIND="false")
+    for var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ[var] = threads
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = []
+        glio = os.path.join(args.shared_data, "glioblastoma_lemur.h5ad")
+        if os.path.exists(glio):
+            cases.append(("glioblastoma 5000x300", glio, 200, 50))
+        for donors, cells, genes, top in ((30, 250, 1000, 500), (60, 500, 2000, 1000)):
+            path = os.path.join(tmp, f"scrna_{donors}_{cells}_{genes}.h5ad")
+            subprocess.run([kotml, "simulate", "--kind", "scrna", "--donors-per-class", str(donors),
+                            "--cells-per-donor", str(cells), "--n-genes", str(genes), "-o", path],
+                           check=True, capture_output=True, env=env)
+            cases.append((f"scrna {2 * donors * cells}x{genes}", path, top, 50))
+
+        print(f"machine: {machine()}; threads per tool: {threads}; median of {args.repeats} runs")
+        print("| input | HVG | PCs | kotml prep (s) | scanpy (s) | scanpy/kotml | same HVG set | max angle, first 20 PCs (rad) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, path, top, comps in cases:
+            ours, theirs = os.path.join(tmp, "kotml.h5ad"), os.path.join(tmp, "scanpy.h5ad")
+            cmd = [kotml, "prep", path, "-o", ours, "--n-top-genes", str(top), "--n-comps", str(comps)]
+            t_kotml = timed(lambda: subprocess.run(cmd, check=True, capture_output=True, env=env), args.repeats)
+            t_scanpy = timed(lambda: scanpy_prep(path, theirs, top, comps), args.repeats)
+            a, b = ad.read_h5ad(ours), ad.read_h5ad(theirs)
+            same = bool((a.var["highly_variable"].to_numpy() == b.var["highly_variable"].to_numpy()).all())
+            k = min(20, comps)
+            angle = float(scipy.linalg.subspace_angles(a.varm["PCs"][:, :k], b.varm["PCs"][:, :k]).max())
+            print(f"| {name} | {top} | {comps} | {t_kotml:.2f} | {t_scanpy:.2f} | {t_scanpy / t_kotml:.2f} | "
+                  f"{'yes' if same else 'no'} | {angle:.1e} |")
+
+
+if __name__ == "__main__":
+    main()
