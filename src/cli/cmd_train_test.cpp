@@ -17,6 +17,7 @@
 #include "kotml/eval/protocol_cli.hpp"
 #include "kotml/eval/summary.hpp"
 #include "kotml/learn/cli_support.hpp"
+#include "kotml/learn/loss.hpp"
 #include "kotml/learn/results.hpp"
 #include "kotml/learn/run_config.hpp"
 #include "kotml/learn/train_options_cli.hpp"
@@ -107,9 +108,19 @@ Subcommand train_test_subcommand() {
       record.ari = scores.ari;
       record.vi = scores.vi;
       record.epoch_time_s = trained.epoch_time_s;
+      record.epoch_cpu_s = trained.epoch_cpu_s;
+      {
+        std::vector<int> labels;
+        for (auto u : eval::split_donors(split)) labels.push_back(cohort.donors[static_cast<std::size_t>(u)].label);
+        record.test_loss =
+            learn::hinge_loss_of_block(scores.distances, labels, record.n_train, options.alpha);
+      }
       record.epochs = trained.epochs_run;
       run.metrics.push_back(record);
-      run.splits.push_back({trained.a, trained.history});
+      learn::SplitOutcome outcome{trained.a, trained.history, {}, {}};
+      for (auto u : split.train) outcome.train_donors.push_back(cohort.donors[static_cast<std::size_t>(u)].id);
+      for (auto u : split.test) outcome.test_donors.push_back(cohort.donors[static_cast<std::size_t>(u)].id);
+      run.splits.push_back(std::move(outcome));
       char line[200];
       std::snprintf(line, sizeof line,
                     "split %d: %lld epochs, knn_acc %.3f, mi %.3f, ari %.3f, vi %.3f, %.4f s per epoch\n", s,

@@ -44,6 +44,7 @@ SplitScores score_split(const data::Cohort& cohort, const DonorStore& store, con
   for (auto u : donors) labels.push_back(cohort.donors[static_cast<std::size_t>(u)].label);
   SplitScores scores;
   comm.phase([&] { scores = evaluate_split(d, labels, static_cast<std::int64_t>(split.train.size()), knn_k); });
+  scores.distances = d;
   return scores;
 }
 

@@ -65,12 +65,14 @@ std::string markdown_table(const std::vector<std::pair<std::string, Summary>>& r
 
 std::string metrics_csv(const std::vector<SplitRecord>& splits) {
   std::ostringstream out;
-  out << "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs\n";
+  out << "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs,epoch_cpu_s,test_loss\n";
   for (const auto& s : splits)
     out << s.split << ',' << s.n_train << ',' << s.n_test << ',' << number(s.knn_acc) << ','
         << number(s.mi) << ',' << number(s.ari) << ',' << number(s.vi) << ','
         << (s.epoch_time_s ? number(*s.epoch_time_s) : "") << ','
-        << (s.epochs ? std::to_string(*s.epochs) : "") << '\n';
+        << (s.epochs ? std::to_string(*s.epochs) : "") << ','
+        << (s.epoch_cpu_s ? number(*s.epoch_cpu_s) : "") << ',' << (s.test_loss ? number(*s.test_loss) : "")
+        << '\n';
   return out.str();
 }
 

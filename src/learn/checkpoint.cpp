@@ -41,6 +41,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     file.write("history/grad_norm", column<double>(c.history, &EpochRecord::grad_norm));
     file.write("history/min_grad_norm", column<double>(c.history, &EpochRecord::min_grad_norm));
     file.write("history/seconds", column<double>(c.history, &EpochRecord::seconds));
+    file.write("history/cpu_seconds", column<double>(c.history, &EpochRecord::cpu_seconds));
     file.write("history/steps", column<std::int64_t>(c.history, &EpochRecord::steps));
     file.write("history/triplets", column<std::int64_t>(c.history, &EpochRecord::triplets));
     file.write("history/active_triplets", column<std::int64_t>(c.history, &EpochRecord::active_triplets));
@@ -83,6 +84,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   const auto grad_norm = file.read<double>("history/grad_norm");
   const auto min_grad_norm = file.read<double>("history/min_grad_norm");
   const auto seconds = file.read<double>("history/seconds");
+  const auto cpu_seconds = file.read<double>("history/cpu_seconds");
   const auto steps = file.read<std::int64_t>("history/steps");
   const auto triplets = file.read<std::int64_t>("history/triplets");
   const auto active = file.read<std::int64_t>("history/active_triplets");
@@ -94,6 +96,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     r.grad_norm = grad_norm.at(e);
     r.min_grad_norm = min_grad_norm.at(e);
     r.seconds = seconds.at(e);
+    r.cpu_seconds = cpu_seconds.at(e);
     r.steps = steps.at(e);
     r.triplets = triplets.at(e);
     r.active_triplets = active.at(e);

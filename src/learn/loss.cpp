@@ -34,4 +34,14 @@ HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair
   return result;
 }
 
+double hinge_loss_of_block(const HostMatrix<double>& distances, const std::vector<int>& labels,
+                           std::int64_t first, double alpha) {
+  const std::vector<int> block(labels.begin() + first, labels.end());
+  const auto triplets = all_triplets(block);
+  std::vector<double> cost;
+  for (const auto& p : triplets.pairs)
+    cost.push_back(distances(static_cast<std::size_t>(first + p.first), static_cast<std::size_t>(first + p.second)));
+  return hinge_loss(triplets, cost, alpha).value;
+}
+
 }  // namespace kotml::learn

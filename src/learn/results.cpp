@@ -30,6 +30,7 @@ void write_history(io::h5::File& file, const std::string& group, const std::vect
   file.write(group + "/grad_norm", column<double>(h, &EpochRecord::grad_norm));
   file.write(group + "/min_grad_norm", column<double>(h, &EpochRecord::min_grad_norm));
   file.write(group + "/seconds", column<double>(h, &EpochRecord::seconds));
+  file.write(group + "/cpu_seconds", column<double>(h, &EpochRecord::cpu_seconds));
   file.write(group + "/steps", column<std::int64_t>(h, &EpochRecord::steps));
   file.write(group + "/triplets", column<std::int64_t>(h, &EpochRecord::triplets));
   file.write(group + "/active_triplets", column<std::int64_t>(h, &EpochRecord::active_triplets));
@@ -92,6 +93,8 @@ void write_results(const std::string& path, const data::Cohort& cohort, const Ru
       const std::string group = "splits/" + std::to_string(s);
       write_matrix(file, group + "/A", run.splits[s].a);
       write_history(file, group + "/history", run.splits[s].history);
+      file.write_strings(group + "/train_donors", run.splits[s].train_donors);
+      file.write_strings(group + "/test_donors", run.splits[s].test_donors);
     }
     if (!run.metrics.empty()) {
       std::vector<double> knn, mi, ari, vi, time;
@@ -110,6 +113,13 @@ void write_results(const std::string& path, const data::Cohort& cohort, const Ru
       file.write("metrics/ari", ari);
       file.write("metrics/vi", vi);
       file.write("metrics/epoch_time_s", time);
+      std::vector<double> cpu, test_loss;
+      for (const auto& m : run.metrics) {
+        cpu.push_back(m.epoch_cpu_s ? *m.epoch_cpu_s : std::nan(""));
+        test_loss.push_back(m.test_loss ? *m.test_loss : std::nan(""));
+      }
+      file.write("metrics/epoch_cpu_s", cpu);
+      file.write("metrics/test_loss", test_loss);
       file.write("metrics/n_train", n_train);
       file.write("metrics/n_test", n_test);
     }

@@ -2,6 +2,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <ctime>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -555,11 +557,12 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   std::vector<std::string> warnings;
   std::int64_t skipped = 0;
   const dist::Comm self(MPI_COMM_SELF);
-  double seconds_total = 0.0;
+  double seconds_total = 0.0, cpu_total = 0.0;
   std::int64_t epochs_timed = 0;
   for (std::int64_t epoch = epochs_done + 1; epoch <= options.epochs && !result.converged; ++epoch) {
     comm.barrier();
     Kokkos::Timer timer;
+    const std::clock_t cpu_start = std::clock();
     const auto batches = stratified_batches(labels, options.batch_size, options.seed, epoch - 1);
     EpochRecord record;
     record.epoch = epoch;
@@ -646,11 +649,13 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
       record.active_triplets += step.active;
     }
     record.seconds = comm.max(timer.seconds());
+    record.cpu_seconds = comm.max(static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC);
     record.loss = record.steps > 0 ? loss_sum / static_cast<double>(record.steps) : 0.0;
     if (record.steps == 0) record.min_grad_norm = 0.0;
     record.regularizer = regularizer_value(result.a, options.reg_type, options.reg);
     result.history.push_back(record);
     seconds_total += record.seconds;
+    cpu_total += record.cpu_seconds;
     ++epochs_timed;
     epochs_done = epoch;
     log::info("epoch " + std::to_string(epoch) + ": loss " + std::to_string(record.loss) + ", gradient norm " +
@@ -674,6 +679,7 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   }
   result.epochs_run = epochs_done;
   result.epoch_time_s = epochs_timed > 0 ? seconds_total / static_cast<double>(epochs_timed) : 0.0;
+  result.epoch_cpu_s = epochs_timed > 0 ? cpu_total / static_cast<double>(epochs_timed) : 0.0;
   skipped = comm.sum(skipped);
   if (skipped > 0)
     warnings.push_back("training: " + std::to_string(skipped) + " batch(es) without a valid triplet were skipped");

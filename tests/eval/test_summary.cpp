@@ -16,8 +16,8 @@ TEST(EvalSummary, PopulationStandardDeviation) {
 
 TEST(EvalSummary, TableCsvAndJson) {
   std::vector<eval::SplitRecord> splits(2);
-  splits[0] = {0, 18, 12, 1.0, 0.9, 0.8, 0.1, 0.5, 30};
-  splits[1] = {1, 18, 12, 0.5, 0.7, 0.6, 0.3, 0.7, 20};
+  splits[0] = {0, 18, 12, 1.0, 0.9, 0.8, 0.1, 0.5, 30, std::nullopt, std::nullopt};
+  splits[1] = {1, 18, 12, 0.5, 0.7, 0.6, 0.3, 0.7, 20, std::nullopt, std::nullopt};
   const auto s = eval::summarize(splits, 3);
   EXPECT_DOUBLE_EQ(s.knn_acc.mean, 0.75);
   EXPECT_DOUBLE_EQ(s.knn_acc.sd, 0.25);
@@ -31,9 +31,10 @@ TEST(EvalSummary, TableCsvAndJson) {
       << table;
 
   const auto csv = eval::metrics_csv(splits);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs,epoch_cpu_s,test_loss");
   EXPECT_NE(csv.find("\n1,18,12,0.5,0.69999999999999996,0.59999999999999998,0.29999999999999999,"
-                     "0.69999999999999996,20\n"),
+                     "0.69999999999999996,20,,\n"),
             std::string::npos)
       << csv;
 

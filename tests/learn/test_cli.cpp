@@ -61,7 +61,8 @@ TEST(LearnCli, TrainTestWritesTableCsvJsonAndResults) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| setup | knn_acc | mi | ari | vi | epoch_time(s) |"), std::string::npos) << r.out;
   const auto csv = slurp(out.file("metrics.csv"));
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs,epoch_cpu_s,test_loss");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
   const auto summary = nlohmann::json::parse(slurp(out.file("summary.json")));
   for (const char* key : {"knn_acc", "mi", "ari", "vi", "epoch_time_s"}) {

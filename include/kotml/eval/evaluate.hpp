@@ -18,6 +18,7 @@ struct SplitScores {
   double vi = 0.0;   // nats
   std::vector<int> knn_predicted;  // per test donor
   std::vector<int> clusters;       // per donor of the matrix
+  HostMatrix<double> distances;    // the matrix scored (score_split fills it)
 };
 
 /// distances: (n_train + n_test)², training donors first; labels: class index per

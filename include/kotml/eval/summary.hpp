@@ -24,6 +24,8 @@ struct SplitRecord {
   double vi = 0.0;
   std::optional<double> epoch_time_s;  // absent when nothing was trained (kotml test)
   std::optional<std::int64_t> epochs;  // epochs run, when trained
+  std::optional<double> epoch_cpu_s;   // CPU seconds per epoch (largest over ranks), when trained
+  std::optional<double> test_loss;     // triplet loss (margin alpha) among the test donors, when trained
 };
 
 struct MeanSd {
@@ -47,7 +49,8 @@ Summary summarize(const std::vector<SplitRecord>& splits, int ranks);
 /// with cells "mean ± sd" to two decimals; "-" where a column does not apply.
 std::string markdown_table(const std::vector<std::pair<std::string, Summary>>& rows);
 
-/// metrics.csv: header split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs.
+/// metrics.csv: header split,n_train,n_test,knn_acc,mi,ari,vi,epoch_time_s,epochs,
+/// epoch_cpu_s,test_loss (empty cells where a value does not apply).
 std::string metrics_csv(const std::vector<SplitRecord>& splits);
 
 /// summary.json: {"knn_acc": {"mean", "sd"}, "mi": ..., "ari": ..., "vi": ...,

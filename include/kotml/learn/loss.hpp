@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kotml/core/types.hpp"
 #include "kotml/learn/triplets.hpp"
 
 namespace kotml::learn {
@@ -22,5 +23,11 @@ struct HingeLoss {
 /// meet the margin has a zero gradient. Sums run in triplet order on every rank,
 /// so every rank gets the same bits.
 HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha);
+
+/// The hinge loss over all triplets of the donors [first, n) of a precomputed
+/// n×n distance matrix with the given labels (per row): a held-out loss that
+/// needs no further OT solve.
+double hinge_loss_of_block(const HostMatrix<double>& distances, const std::vector<int>& labels,
+                           std::int64_t first, double alpha);
 
 }  // namespace kotml::learn

@@ -14,6 +14,7 @@
 //   /history/<field>            per epoch: epoch, loss, regularizer, grad_norm,
 //                               min_grad_norm, seconds, steps, triplets, active_triplets
 //   /splits/<s>/A, /splits/<s>/history/...   train-test: every split's metric
+//   /splits/<s>/train_donors, test_donors      the split's donor ids
 //   /metrics/<column>           train-test/test: per split knn_acc, mi, ari, vi, epoch_time_s
 //   /metrics/summary_json       the summary.json text
 //   root attributes: config (JSON), kotml_version, git_hash, kokkos, subcommand
@@ -34,6 +35,8 @@ namespace kotml::learn {
 struct SplitOutcome {
   MetricMatrix a;
   std::vector<EpochRecord> history;
+  std::vector<std::string> train_donors;  // donor ids, so a peer can rerun the same split
+  std::vector<std::string> test_donors;
 };
 
 struct RunRecord {

@@ -91,6 +91,8 @@ struct EpochRecord {
   double grad_norm = 0.0;       // objective gradient norm of the epoch's last step
   double min_grad_norm = 0.0;   // smallest objective gradient norm of the epoch
   double seconds = 0.0;         // wall time of the epoch's batch loop (slowest rank)
+  double cpu_seconds = 0.0;     // process CPU time of that loop (largest over ranks): a
+                                // measure that holds on a shared, oversubscribed machine
   std::int64_t steps = 0;
   std::int64_t triplets = 0;
   std::int64_t active_triplets = 0;
@@ -101,6 +103,7 @@ struct TrainResult {
   std::vector<EpochRecord> history;   // every epoch from the first, restored ones included
   bool converged = false;
   double epoch_time_s = 0.0;          // mean of the epochs' seconds run in this process
+  double epoch_cpu_s = 0.0;           // mean of their cpu_seconds
   std::int64_t epochs_run = 0;        // epochs completed in total
 };
 

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""kotml train-test against GGML-OT 0.9.94's train_test on the same cohorts,
+the same donor splits and the same machine.
+
+    perf/ggml/run_comparison.sh BUILD_DIR [--epochs 5] [--skip-ggml] [--cases toy2d-emd,...]
+
+BUILD_DIR holds a kotml build (BUILD_DIR/src/kotml). What it does:
+  1. writes the inputs once with kotml itself, into BUILD_DIR/perf/ggml/:
+     toy2d.h5ad (kotml simulate --kind toy2d: 3 classes x 10 donors x 300 cells,
+     2-D) and scrna60.h5ad (kotml simulate --kind scrna: 2 classes x 30 donors x
+     250 cells x 1000 genes, then kotml prep --no-hvg: normalize_total + log1p);
+  2. per case (cohort x solver) runs `kotml train-test` on 1 and 2 MPI ranks, then
+     GGML-OT's train_test on the very donor splits kotml used (read back from
+     results.h5), the same cells (every cell of every donor), the same options
+     (epochs, n_comps, normalize, entropic_reg) and no early stop on either side
+     (kotml --stop-thr 0, GGML-OT stop_thr=None), so both run the same epochs;
+  3. mode batches: kotml --mode batches on scrna (EMD) for per-rank batch sizes
+     and 1 or 2 ranks with --lr-scaling linear: global batch, epoch time and the
+     held-out triplet loss (test_loss of metrics.csv);
+  4. prints markdown tables naming the machine.
+
+Timing: epoch time is the wall time of the batch loop (both tools measure the
+same thing: triplets, OT solves, gradient, Adam step), mean over epochs and
+splits. Because the machine may be shared, the CPU time per epoch is reported
+too (kotml: largest over ranks, from metrics.csv; GGML-OT: process time of
+train() divided by its epochs). GGML-OT runs with settings.n_threads = 1
+(torch and POT on one thread) next to kotml on one rank; the 2-rank column is
+kotml's strong scaling on the same work.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+_find_spec = importlib.util.find_spec
+
+
+def _find_spec_without_zarr(name, package=None):
+    # anndata 0.11 refuses zarr >= 3; nothing here needs zarr.
+    if name == "zarr" or name.startswith("zarr."):
+        return None
+    return _find_spec(name, package)
+
+
+importlib.util.find_spec = _find_spec_without_zarr
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+CASES = {
+    # name: (input, n_cells, normalize, n_comps, n_splits, entropic_reg)
+    "toy2d-emd": ("toy2d.h5ad", 300, False, 2, 3, 0.0),
+    "toy2d-sinkhorn": ("toy2d.h5ad", 300, False, 2, 3, 0.5),
+    "scrna-emd": ("scrna60.h5ad", 250, True, 5, 2, 0.0),
+    "scrna-sinkhorn": ("scrna60.h5ad", 250, True, 5, 2, 0.5),
+}
+
+
+def machine():
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} logical CPUs, load average {os.getloadavg()[0]:.1f}"
+
+
+def run(cmd, **kw):
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout, time.time() - t
+
+
+def make_inputs(kotml, folder):
+    os.makedirs(folder, exist_ok=True)
+    toy = os.path.join(folder, "toy2d.h5ad")
+    if not os.path.exists(toy):
+        run([kotml, "simulate", "--kind", "toy2d", "-o", toy])
+    scrna = os.path.join(folder, "scrna60.h5ad")
+    if not os.path.exists(scrna):
+        counts = os.path.join(folder, "scrna60_counts.h5ad")
+        run([kotml, "simulate", "--kind", "scrna", "--n-classes", "2", "--donors-per-class", "30",
+             "--cells-per-donor", "250", "--n-genes", "1000", "-o", counts])
+        run([kotml, "prep", counts, "-o", scrna, "--no-hvg", "--n-comps", "10"])
+
+
+def mpirun(ranks):
+    if ranks == 1:
+        return []
+    return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"]
+
+
+def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=()):
+    _, n_cells, normalize, n_comps, n_splits, reg = CASES[case]
+    cmd = mpirun(ranks) + [kotml, "train-test", path, "--n-cells", str(n_cells), "--n-comps", str(n_comps),
+                           "--n-splits", str(n_splits), "--epochs", str(epochs), "--stop-thr", "0",
+                           "--entropic-reg", str(reg), "--out", out, *extra]
+    if normalize:
+        cmd.append("--normalize")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    run(cmd, env=env)
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    with h5py.File(os.path.join(out, "results.h5")) as f:
+        splits = [(list(f[f"splits/{s}/train_donors"].asstr()[()]), list(f[f"splits/{s}/test_donors"].asstr()[()]))
+                  for s in range(n_splits)]
+        cpu = float(np.mean(f["metrics/epoch_cpu_s"][()]))
+        test_loss = float(np.mean(f["metrics/test_loss"][()]))
+    return {"knn": summary["knn_acc"]["mean"], "ari": summary["ari"]["mean"], "wall": summary["epoch_time_s"]["mean"],
+            "cpu": cpu, "test_loss": test_loss, "splits": splits}
+
+
+def ggml_train_test(path, case, epochs, splits):
+    import anndata
+    import ggml_ot
+    import ggml_ot.benchmark.evaluation as evaluation
+
+    _, n_cells, normalize, n_comps, n_splits, reg = CASES[case]
+    ggml_ot.settings.n_threads = 1
+    adata = anndata.read_h5ad(path)
+    dataset = ggml_ot.from_anndata(adata, patient_col="sample", label_col="patient_group", n_cells=n_cells)
+    if normalize:
+        dataset.normalize()
+    patients = list(np.unique(adata.obs["sample"].astype(str)))
+    index = {p: i for i, p in enumerate(patients)}
+    ours = [(np.array([index[d] for d in train]), np.array([index[d] for d in test])) for train, test in splits]
+    dataset._train_test_split = lambda *args, **kwargs: ours
+
+    cpu_per_epoch = []
+    original_train = evaluation.train
+
+    def timed_train(*args, **kwargs):
+        start = time.process_time()
+        result = original_train(*args, **kwargs)
+        cpu_per_epoch.append((time.process_time() - start) / epochs)
+        return result
+
+    evaluation.train = timed_train
+    try:
+        kwargs = dict(n_comps=n_comps, max_iter=epochs, stop_thr=None)
+        if reg > 0:
+            kwargs["entropic_reg"] = reg
+        _, df = ggml_ot.train_test(dataset, n_splits=n_splits, train_size=0.6, scoring=("knn", "mi", "ari", "vi"),
+                                   plot_split=False, plot_type=False, print_table=False, **kwargs)
+    finally:
+        evaluation.train = original_train
+    return {"knn": float(df[("knn", "mean")].iloc[0]), "ari": float(df[("ari", "mean")].iloc[0]),
+            "wall": float(df[("epoch_time(s)", "mean")].iloc[0]), "cpu": float(np.mean(cpu_per_epoch))}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--skip-ggml", action="store_true")
+    parser.add_argument("--skip-batches", action="store_true")
+    parser.add_argument("--batch-sizes", default="8,16")
+    args = parser.parse_args()
+    kotml = os.path.abspath(os.path.join(args.build, "src", "kotml"))
+    folder = os.path.abspath(os.path.join(args.build, "perf", "ggml"))
+    make_inputs(kotml, folder)
+    version, _ = run([kotml, "--version"])
+    print(f"machine: {machine()}\nkotml: {version.splitlines()[0]}; {version.splitlines()[1]}")
+    print(f"epochs per split: {args.epochs}, no early stop on either side; GGML-OT on 1 thread\n")
+    rows = []
+    for case in args.cases.split(","):
+        path = os.path.join(folder, CASES[case][0])
+        one = kotml_train_test(kotml, path, case, args.epochs, 1, os.path.join(folder, f"{case}_np1"))
+        two = kotml_train_test(kotml, path, case, args.epochs, 2, os.path.join(folder, f"{case}_np2"))
+        peer = None if args.skip_ggml else ggml_train_test(path, case, args.epochs, one["splits"])
+        rows.append((case, one, two, peer))
+        print(f"done {case}", file=sys.stderr, flush=True)
+
+    print("| case | GGML-OT knn | kotml knn | GGML-OT s/epoch | kotml 1 rank s/epoch | speedup | "
+          "GGML-OT cpu s/epoch | kotml cpu s/epoch | cpu ratio | kotml 2 ranks s/epoch | 1→2 efficiency |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for case, one, two, peer in rows:
+        g = peer or {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan")}
+        print(f"| {case} | {g['knn']:.2f} | {one['knn']:.2f} | {g['wall']:.3f} | {one['wall']:.4f} | "
+              f"{g['wall'] / one['wall']:.1f}x | {g['cpu']:.3f} | {one['cpu']:.4f} | {g['cpu'] / one['cpu']:.1f}x | "
+              f"{two['wall']:.4f} | {one['wall'] / (2 * two['wall']):.0%} |")
+
+    if not args.skip_batches:
+        print("\nmode batches (scrna, EMD, --lr-scaling linear; test_loss = triplet loss among the test donors)\n")
+        print("| ranks | batch per rank | global batch | lr | s/epoch | cpu s/epoch | test_loss | knn |")
+        print("|---|---|---|---|---|---|---|---|")
+        path = os.path.join(folder, "scrna60.h5ad")
+        for batch in [int(b) for b in args.batch_sizes.split(",")]:
+            for ranks in (1, 2):
+                out = os.path.join(folder, f"batches_b{batch}_np{ranks}")
+                r = kotml_train_test(kotml, path, "scrna-emd", args.epochs, ranks, out,
+                                     ("--mode", "batches", "--batch-size", str(batch), "--lr-scaling", "linear"))
+                print(f"| {ranks} | {batch} | {batch * ranks} | {0.1 * ranks:g} | {r['wall']:.4f} | {r['cpu']:.4f} | "
+                      f"{r['test_loss']:.4f} | {r['knn']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
