@@ -78,6 +78,35 @@ TEST(PrepCli, FixtureThenInfo) {
   EXPECT_NE(info.out.find("highly_variable_nbatches"), std::string::npos);
 }
 
+TEST(PrepCli, SimulatedCohortsThenInfo) {
+  TempDir dir;
+  // Counts: the full recipe.
+  ASSERT_EQ(run_kotml({"simulate", "--kind", "scrna", "--donors-per-class", "3", "--cells-per-donor", "60",
+                       "--n-genes", "120", "-o", dir.file("scrna.h5ad")})
+                .exit_code,
+            0);
+  const auto scrna = run_kotml({"prep", dir.file("scrna.h5ad"), "-o", dir.file("scrna_prep.h5ad"), "--n-top-genes",
+                                "50", "--n-comps", "10"});
+  ASSERT_EQ(scrna.exit_code, 0) << scrna.err;
+  const auto info = run_kotml({"info", dir.file("scrna_prep.h5ad")});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("X_pca                    dense float64, 360 x 10"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("planted"), std::string::npos);  // simulation's var columns carried over
+
+  // Real-valued toy2d (negative coordinates): no count normalisation, no HVG,
+  // PCA of its two features.
+  ASSERT_EQ(run_kotml({"simulate", "--kind", "toy2d", "--cells-per-mode", "10", "-o", dir.file("toy.h5ad")}).exit_code,
+            0);
+  expect_one_error_line(run_kotml({"prep", dir.file("toy.h5ad"), "-o", dir.file("toy_prep.h5ad")}),
+                        "normalize_total expects counts");
+  const auto toy = run_kotml({"prep", dir.file("toy.h5ad"), "-o", dir.file("toy_prep.h5ad"), "--no-normalize",
+                              "--no-hvg"});
+  ASSERT_EQ(toy.exit_code, 0) << toy.err;
+  const auto toy_info = run_kotml({"info", dir.file("toy_prep.h5ad")});
+  ASSERT_EQ(toy_info.exit_code, 0) << toy_info.err;
+  EXPECT_NE(toy_info.out.find("X_pca                    dense float64, 900 x 1"), std::string::npos) << toy_info.out;
+}
+
 TEST(PrepCli, BadRequestsAreOneLineExitTwoAndWriteNothing) {
   TempDir dir;
   const std::string input = kotml::test::test_source_path("data/fixtures/prep_input.h5ad");
