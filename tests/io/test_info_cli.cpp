@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -158,7 +159,13 @@ TEST(InfoCli, ThreeRanksPrintOnce) {
   EXPECT_EQ(three.out, one.out);
   const auto bad = run_kotml({"info", "/nonexistent.h5ad"}, 3);
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_EQ(bad.error_lines().size(), 1u) << bad.err;
+  // Counted by prefix: Kokkos' OpenMP backend adds its own oversubscription
+  // warnings when 3 ranks share 2 cores.
+  const auto lines = bad.error_lines();
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.rfind("kotml: ", 0) == 0; }),
+            1)
+      << bad.err;
 }
 
 // ----------------------------------------------------------------- bad input
