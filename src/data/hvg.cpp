@@ -19,31 +19,65 @@ namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-/// Per (batch, gene): sum and sum of squares of expm1(x), and cells with x > 0.
-/// Arithmetic as scanpy's sparse path: expm1 and the square in float, sums in
-/// double.
-struct GeneMoments {
-  Vector<const std::int64_t> indptr;   // of the transpose: genes × cells
-  Vector<const std::int64_t> indices;  // cell of each value
+/// Per (batch, gene): sum and sum of squares of expm1(x), and cells with x > 0,
+/// accumulated over fixed chunks of rows (one thread per chunk owns its slice),
+/// then summed over chunks in order, so the result does not depend on the
+/// thread count. Arithmetic as scanpy's sparse path: expm1 and the square in
+/// float, sums in double.
+using Partials = Kokkos::View<double***, Kokkos::LayoutRight, MemSpace>;
+
+struct GeneMomentChunks {
+  Vector<const std::int64_t> indptr;
+  Vector<const std::int64_t> indices;
   Vector<const float> values;
-  Vector<const std::int32_t> batch;    // per cell
-  Matrix<double> sums, squares;        // batches × genes
-  Matrix<std::int64_t> expressed;      // batches × genes
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t g) const {
-    for (std::int64_t p = indptr(g); p < indptr(g + 1); ++p) {
-      const std::int32_t b = batch(indices(p));
-      const float x = values(p);
-      const float v = kmath::expm1(x);
-      sums(b, g) += static_cast<double>(v);
-      squares(b, g) += static_cast<double>(v * v);
-      if (x > 0.0f) ++expressed(b, g);
+  Vector<const std::int32_t> batch;  // per cell
+  Partials partial;                  // chunks × (batches · genes) × 3
+  std::int64_t rows, rows_per_chunk, genes;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t chunk) const {
+    for (std::size_t e = 0; e < partial.extent(1); ++e)
+      for (int k = 0; k < 3; ++k) partial(chunk, e, k) = 0.0;
+    const std::int64_t begin = chunk * rows_per_chunk;
+    const std::int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+    for (std::int64_t r = begin; r < end; ++r) {
+      const std::int64_t base = static_cast<std::int64_t>(batch(r)) * genes;
+      for (std::int64_t p = indptr(r); p < indptr(r + 1); ++p) {
+        const float x = values(p);
+        const float v = kmath::expm1(x);
+        double* slot = &partial(chunk, base + indices(p), 0);
+        slot[0] += static_cast<double>(v);
+        slot[1] += static_cast<double>(v * v);
+        if (x > 0.0f) slot[2] += 1.0;
+      }
     }
   }
 };
 
-void run_gene_moments(const GeneMoments& k, std::int64_t genes) {
-  Kokkos::parallel_for("kotml::data::hvg_gene_moments",
-                       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(0, genes), k);
+struct SumGeneChunks {
+  Partials partial;
+  Matrix<double> moments;  // (batches · genes) × 3
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t e) const {
+    double m[3] = {0, 0, 0};
+    for (std::size_t chunk = 0; chunk < partial.extent(0); ++chunk)
+      for (int k = 0; k < 3; ++k) m[k] += partial(chunk, e, k);
+    for (int k = 0; k < 3; ++k) moments(e, k) = m[k];
+  }
+};
+
+using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+
+void run_gene_moment_chunks(const GeneMomentChunks& k, std::int64_t chunks) {
+  Kokkos::parallel_for("kotml::data::hvg_gene_moment_chunks", Range(0, chunks), k);
+}
+void run_sum_gene_chunks(const SumGeneChunks& k, std::int64_t entries) {
+  Kokkos::parallel_for("kotml::data::hvg_sum_gene_chunks", Range(0, entries), k);
+}
+
+/// Chunks: at most 256 and at most ~16 M partial values, both functions of the
+/// problem's shape only.
+std::int64_t hvg_rows_per_chunk(std::int64_t rows, std::int64_t entries) {
+  const std::int64_t by_memory = std::max<std::int64_t>(1, (std::int64_t(1) << 24) / std::max<std::int64_t>(1, 3 * entries));
+  const std::int64_t chunks = std::min<std::int64_t>(256, by_memory);
+  return std::max<std::int64_t>(512, (rows + chunks - 1) / chunks);
 }
 
 struct Frame {
@@ -174,19 +208,32 @@ HvgResult highly_variable_genes(const HostCsr& log_data, const HvgOptions& optio
   else
     cells_in[0] = log_data.rows;
 
-  const HostCsr by_gene = transpose(log_data);
-  GeneMoments k;
-  k.indptr = detail::to_device("hvg indptr", by_gene.indptr);
-  k.indices = detail::to_device("hvg indices", by_gene.indices);
-  k.values = detail::to_device("hvg values", by_gene.values);
-  k.batch = detail::to_device("hvg batch", batched ? batch : std::vector<std::int32_t>(log_data.rows, 0));
-  k.sums = Matrix<double>("hvg sums", nb, genes);
-  k.squares = Matrix<double>("hvg squares", nb, genes);
-  k.expressed = Matrix<std::int64_t>("hvg expressed", nb, genes);
-  if (genes > 0) run_gene_moments(k, genes);
-  const auto sums = detail::to_host(k.sums);
-  const auto squares = detail::to_host(k.squares);
-  const auto expressed = detail::to_host(k.expressed);
+  const std::vector<std::int32_t> no_batches(batched ? 0 : static_cast<std::size_t>(log_data.rows), 0);
+  GeneMomentChunks k;
+  k.indptr = detail::stage(log_data.indptr);
+  k.indices = detail::stage(log_data.indices);
+  k.values = detail::stage(log_data.values);
+  k.batch = detail::stage(batched ? batch : no_batches);
+  k.rows = log_data.rows;
+  k.genes = genes;
+  k.rows_per_chunk = hvg_rows_per_chunk(log_data.rows, nb * genes);
+  const std::int64_t chunks = (log_data.rows + k.rows_per_chunk - 1) / k.rows_per_chunk;
+  k.partial = Partials(no_init("hvg partials"), chunks, nb * genes, 3);
+  Matrix<double> moments_device(no_init("hvg moments"), nb * genes, 3);
+  if (chunks > 0 && genes > 0) {
+    run_gene_moment_chunks(k, chunks);
+    run_sum_gene_chunks(SumGeneChunks{k.partial, moments_device}, nb * genes);
+  } else {
+    Kokkos::deep_copy(moments_device, 0.0);
+  }
+  const auto moments = detail::to_host(moments_device);
+  std::vector<double> sums(nb * genes), squares(nb * genes);
+  std::vector<std::int64_t> expressed(nb * genes);
+  for (std::int64_t e = 0; e < nb * genes; ++e) {
+    sums[e] = moments[e * 3];
+    squares[e] = moments[e * 3 + 1];
+    expressed[e] = static_cast<std::int64_t>(moments[e * 3 + 2]);
+  }
 
   // One frame per batch over the genes it uses (all genes without batches).
   std::vector<Frame> frames;

@@ -67,33 +67,31 @@ ValueCheck run_check(const CheckValues& k, std::int64_t n) {
 }  // namespace
 
 std::vector<float> cell_totals(const HostCsr& counts) {
-  RowTotals k{detail::to_device("indptr", counts.indptr), detail::to_device("values", counts.values),
-              Vector<float>(no_init("cell totals"), counts.rows)};
+  RowTotals k{detail::stage(counts.indptr), detail::stage(counts.values), Vector<float>(no_init("cell totals"), counts.rows)};
   if (counts.rows > 0) run_totals(k, counts.rows);
   return detail::to_host(k.totals);
 }
 
 void normalize_total(HostCsr& counts, double target_sum) {
   const auto totals = cell_totals(counts);
-  auto values = detail::to_device("values", counts.values);
+  auto values = detail::stage_mutable(counts.values);
   if (counts.rows > 0)
-    run_scale(ScaleRows{detail::to_device("indptr", counts.indptr), values, detail::to_device("totals", totals),
-                        static_cast<float>(target_sum)},
+    run_scale(ScaleRows{detail::stage(counts.indptr), values, detail::stage(totals), static_cast<float>(target_sum)},
               counts.rows);
-  counts.values = detail::to_host(values);
+  detail::copy_back(counts.values, values);
 }
 
 void log1p(HostCsr& x) {
-  auto values = detail::to_device("values", x.values);
+  auto values = detail::stage_mutable(x.values);
   const auto n = static_cast<std::int64_t>(x.values.size());
   if (n > 0) run_log1p(Log1p{values}, n);
-  x.values = detail::to_host(values);
+  detail::copy_back(x.values, values);
 }
 
 ValueCheck check_values(const HostCsr& x) {
   const auto n = static_cast<std::int64_t>(x.values.size());
   if (n == 0) return {};
-  return run_check(CheckValues{detail::to_device("values", x.values)}, n);
+  return run_check(CheckValues{detail::stage(x.values)}, n);
 }
 
 }  // namespace kotml::data

@@ -13,9 +13,9 @@ DeviceCsr to_device(const HostCsr& csr) {
   DeviceCsr d;
   d.rows = csr.rows;
   d.cols = csr.cols;
-  d.indptr = detail::to_device("csr indptr", csr.indptr);
-  d.indices = detail::to_device("csr indices", csr.indices);
-  d.values = detail::to_device("csr values", csr.values);
+  d.indptr = detail::stage(csr.indptr);
+  d.indices = detail::stage(csr.indices);
+  d.values = detail::stage(csr.values);
   return d;
 }
 

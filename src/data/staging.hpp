@@ -46,4 +46,23 @@ std::vector<T> to_host(const Matrix<T>& device) {
   return host;
 }
 
+/// A read-only device view of host data: the host memory itself when the device
+/// is the host (no copy), else a device copy. The host vector must outlive it.
+template <class T>
+Vector<const T> stage(const std::vector<T>& host) {
+  return Kokkos::create_mirror_view_and_copy(MemSpace(), HostUnmanagedVector<const T>(host.data(), host.size()));
+}
+
+/// A device view of host data to change in place; copy_back() returns the
+/// result (nothing to do when the device is the host).
+template <class T>
+Vector<T> stage_mutable(std::vector<T>& host) {
+  return Kokkos::create_mirror_view_and_copy(MemSpace(), HostUnmanagedVector<T>(host.data(), host.size()));
+}
+
+template <class T>
+void copy_back(std::vector<T>& host, const Vector<T>& device) {
+  Kokkos::deep_copy(HostUnmanagedVector<T>(host.data(), host.size()), device);
+}
+
 }  // namespace kotml::data::detail

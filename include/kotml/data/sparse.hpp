@@ -20,6 +20,8 @@ struct DeviceCsr {
   Vector<const float> values;
 };
 
+/// Device views of csr; on a host-only build they alias csr's memory, so csr
+/// must outlive them.
 DeviceCsr to_device(const HostCsr& csr);
 
 /// The transpose (equivalently: the CSC form of the input), built by a stable
