@@ -88,7 +88,7 @@ struct SinkhornOptions {
   /// iterated whole by one team (they stay in a core's cache; one launch for the
   /// whole solve); larger ones row block by row block across all teams. Both
   /// paths compute the same bits; this only moves work around.
-  std::size_t team_solve_bytes = std::size_t(768) << 10;
+  std::size_t team_solve_bytes = std::size_t(2) << 20;
 
   /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1],
   /// max_iter < 1, tol < 0, check_every < 1.
