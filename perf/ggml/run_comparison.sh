@@ -17,7 +17,9 @@ if [[ -z "$python" ]]; then
   if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
-    "$venv/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu
+    # The CPU-only wheel when its index is reachable, PyPI's default wheel otherwise.
+    "$venv/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu ||
+      "$venv/bin/pip" install --quiet torch
   fi
   "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
   python="$venv/bin/python"

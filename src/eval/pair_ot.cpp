@@ -13,18 +13,29 @@
 namespace kotml::eval {
 namespace {
 
-/// Z(r, c) = Σ_f A(c, f) X(r, f), in double, features in order.
+/// Z(r, c) = Σ_f A(c, f) X(r, f), accumulated in double, features in order.
+template <class T>
 struct ProjectRows {
   Matrix<const PointScalar> x;
   Matrix<const double> a;
-  Matrix<double> z;
+  Matrix<T> z;
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r, const std::int64_t c) const {
     const std::int64_t d = static_cast<std::int64_t>(x.extent(1));
     double s = 0.0;
     for (std::int64_t f = 0; f < d; ++f) s += a(c, f) * static_cast<double>(x(r, f));
-    z(r, c) = s;
+    z(r, c) = static_cast<T>(s);
   }
 };
+
+template <class T>
+void launch_projection(const Matrix<const PointScalar>& X, const Matrix<const double>& A, const Matrix<T>& Z) {
+  const auto rows = static_cast<std::int64_t>(X.extent(0));
+  const auto k = static_cast<std::int64_t>(A.extent(0));
+  if (rows == 0 || k == 0) return;
+  Kokkos::parallel_for("kotml::eval::project_rows",
+                       Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, k}),
+                       ProjectRows<T>{X, A, Z});
+}
 
 /// Pairs solved together: bounded so that a GPU stage holds only their donors.
 constexpr std::size_t pairs_per_chunk = 4096;
@@ -107,12 +118,10 @@ void OtSettings::validate() const {
 }
 
 void project_rows(const Matrix<const PointScalar>& X, const Matrix<const double>& A, const Matrix<double>& Z) {
-  const auto rows = static_cast<std::int64_t>(X.extent(0));
-  const auto k = static_cast<std::int64_t>(A.extent(0));
-  if (rows == 0 || k == 0) return;
-  Kokkos::parallel_for("kotml::eval::project_rows",
-                       Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, k}),
-                       ProjectRows{X, A, Z});
+  launch_projection(X, A, Z);
+}
+void project_rows(const Matrix<const PointScalar>& X, const Matrix<const double>& A, const Matrix<float>& Z) {
+  launch_projection(X, A, Z);
 }
 
 Matrix<double> metric_to_device(const HostMatrix<double>& a) {
@@ -121,10 +130,11 @@ Matrix<double> metric_to_device(const HostMatrix<double>& a) {
   return device;
 }
 
-ProjectedClouds project_clouds(const BatchStage& stage, const std::vector<GlobalId>& donors,
-                               const Matrix<const double>& A) {
+template <class T>
+ProjectedCloudsOf<T> project_clouds(const BatchStage& stage, const std::vector<GlobalId>& donors,
+                                    const Matrix<const double>& A) {
   const auto k = static_cast<std::int64_t>(A.extent(0));
-  ProjectedClouds out;
+  ProjectedCloudsOf<T> out;
   out.donors = donors;
   // Each distinct staged block is projected once (group-by donors share one):
   // stage offset -> (first pool row, a donor staged there).
@@ -140,7 +150,7 @@ ProjectedClouds project_clouds(const BatchStage& stage, const std::vector<Global
     }
     first_row[c] = found->second.first;
   }
-  Matrix<double> z(no_init("kotml::eval::projected_points"), static_cast<std::size_t>(total), static_cast<std::size_t>(k));
+  Matrix<T> z(no_init("kotml::eval::projected_points"), static_cast<std::size_t>(total), static_cast<std::size_t>(k));
   for (const auto& [at, placed] : projected_at) {
     const auto [row, donor] = placed;
     const auto n = stage.rows(donor);
@@ -153,9 +163,14 @@ ProjectedClouds project_clouds(const BatchStage& stage, const std::vector<Global
   std::vector<ot::CloudRange> ranges;
   for (std::size_t c = 0; c < donors.size(); ++c)
     ranges.push_back({first_row[c], weight_begin[c], stage.rows(donors[c])});
-  out.clouds = ot::CloudBatch<double>(z, weights, std::move(ranges));
+  out.clouds = ot::CloudBatch<T>(z, weights, std::move(ranges));
   return out;
 }
+
+template ProjectedCloudsOf<double> project_clouds<double>(const BatchStage&, const std::vector<GlobalId>&,
+                                                          const Matrix<const double>&);
+template ProjectedCloudsOf<float> project_clouds<float>(const BatchStage&, const std::vector<GlobalId>&,
+                                                        const Matrix<const double>&);
 
 void SolveReport::count(ot::SolveStatus status) {
   switch (status) {
@@ -207,8 +222,13 @@ std::vector<double> pair_costs(const DonorStore& store, const GroundMetric& metr
     stage.stage(store, donors);
     std::vector<double> chunk;
     if (metric.kind == GroundMetric::Kind::learned) {
-      const auto projected = project_clouds(stage, donors, a_device);
-      chunk = solve_chunk(projected.clouds, problems, metric.cost(), settings, report);
+      if (!settings.exact() && settings.sinkhorn_float) {
+        const auto projected = project_clouds<float>(stage, donors, a_device);
+        chunk = solve_chunk(projected.clouds, problems, metric.cost(), settings, report);
+      } else {
+        const auto projected = project_clouds<double>(stage, donors, a_device);
+        chunk = solve_chunk(projected.clouds, problems, metric.cost(), settings, report);
+      }
     } else {
       chunk = solve_chunk(stage.raw_clouds(donors), problems, metric.cost(), settings, report);
     }

@@ -49,6 +49,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     file.write("warm/second", c.warm.second);
     file.write("warm/offset", c.warm.offset);
     file.write("warm/basis", c.warm.basis);
+    file.write("warm/potentials", c.warm.potentials);
     file.write_string_attribute("/", "fingerprint", c.fingerprint);
     file.write_string_attribute("/", "kotml_version", version_string);
     file.write_string_attribute("/", "git_hash", git_hash);
@@ -106,8 +107,10 @@ Checkpoint read_checkpoint(const std::string& path) {
   c.warm.second = file.read<std::int64_t>("warm/second");
   c.warm.offset = file.read<std::int64_t>("warm/offset");
   c.warm.basis = file.read<std::int32_t>("warm/basis");
+  c.warm.potentials = file.read<double>("warm/potentials");
+  const auto stored = static_cast<std::int64_t>(c.warm.basis.size() + c.warm.potentials.size());
   if (c.warm.offset.size() != c.warm.first.size() + 1 || c.warm.second.size() != c.warm.first.size() ||
-      static_cast<std::int64_t>(c.warm.basis.size()) != c.warm.offset.back())
+      stored != c.warm.offset.back())
     throw Error(path, "warm", "warm-start bases are inconsistent");
   return c;
 }

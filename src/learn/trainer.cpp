@@ -85,7 +85,8 @@ std::string TrainOptions::fingerprint() const {
     << ";lr=" << adam.lr << ";beta1=" << adam.beta1 << ";beta2=" << adam.beta2 << ";adam_eps=" << adam.eps
     << ";batch_size=" << batch_size << ";stop_thr=" << stop_thr << ";squared=" << squared
     << ";entropic_reg=" << ot.entropic_reg << ";sinkhorn_max_iter=" << ot.sinkhorn_max_iter
-    << ";sinkhorn_tol=" << ot.sinkhorn_tol << ";emd_max_iter=" << ot.emd_max_iter
+    << ";sinkhorn_tol=" << ot.sinkhorn_tol << ";sinkhorn_float=" << ot.sinkhorn_float
+    << ";emd_max_iter=" << ot.emd_max_iter
     << ";triplets=" << to_string(triplets) << ";t=" << t << ";mode=" << to_string(mode)
     << ";lr_scaling=" << to_string(lr_scaling) << ";warm_start=" << warm_start << ";seed=" << seed;
   if (initial_a.size() > 0) {
@@ -162,8 +163,9 @@ class PairOwners {
 
 /// Σ_j C_ij for each row i of each problem, one thread per row summing in
 /// column order: the batch mean cost that sets a relative ε.
+template <class T>
 struct CostRowSums {
-  Matrix<const double> z;
+  Matrix<const T> z;
   Kokkos::View<const std::int64_t* [3], MemSpace> table;
   Vector<const std::int32_t> source, target;
   Vector<const std::int64_t> row_offset;
@@ -184,7 +186,8 @@ struct CostRowSums {
   }
 };
 
-void cost_row_sums(const CostRowSums& functor, std::int64_t problems) {
+template <class T>
+void cost_row_sums(const CostRowSums<T>& functor, std::int64_t problems) {
   Kokkos::parallel_for("kotml::learn::cost_row_sums",
                        Kokkos::TeamPolicy<ExecSpace>(static_cast<int>(problems), Kokkos::AUTO), functor);
 }
@@ -217,7 +220,88 @@ class StepEngine {
                  const dist::Comm& comm, const PairOwners* owners, bool want_gradient, double fixed_epsilon = 0.0);
 
   std::unordered_map<std::uint64_t, std::vector<std::int32_t>>& bases() { return bases_; }
+  std::unordered_map<std::uint64_t, std::vector<double>>& potentials() { return potentials_; }
+
+  /// keys[u]: the pair of problem u, for its warm-start potentials.
+  template <class T>
+  void solve_sinkhorn(const ot::CloudBatch<T>& clouds, const std::vector<ot::Pair>& problems,
+                      const std::vector<std::uint64_t>& keys, ot::Cost cost, double epsilon, bool want_gradient,
+                      std::vector<double>& costs, HostMatrix<double>& source_gradient,
+                      HostMatrix<double>& target_gradient) {
+    ot::SinkhornOptions sk;
+    sk.epsilon = epsilon;
+    sk.relative_epsilon = false;
+    sk.max_iter = options_.ot.sinkhorn_max_iter;
+    sk.tol = options_.ot.sinkhorn_tol;
+    sk.workspace_bytes = options_.ot.workspace_bytes;
+    sk.point_gradients = want_gradient;
+    const auto layout = ot::BatchLayout::of(clouds, problems);
+    // Each pair starts from its potentials of the previous solve (zeros: cold);
+    // the metric moves little between steps, so few iterations remain.
+    ot::SinkhornWarmStart<T> warm;
+    bool any_warm = false;
+    if (options_.warm_start) {
+      std::vector<T> f(static_cast<std::size_t>(layout.total_rows()), T(0)), g(static_cast<std::size_t>(layout.total_cols()), T(0));
+      for (std::size_t u = 0; u < problems.size(); ++u) {
+        const auto found = potentials_.find(keys[u]);
+        const auto n = layout.rows(static_cast<std::int64_t>(u)), m = layout.cols(static_cast<std::int64_t>(u));
+        if (found == potentials_.end() || static_cast<std::int64_t>(found->second.size()) != n + m) continue;
+        for (std::int64_t i = 0; i < n; ++i) f[static_cast<std::size_t>(layout.row_offset[u] + i)] = static_cast<T>(found->second[static_cast<std::size_t>(i)]);
+        for (std::int64_t j = 0; j < m; ++j) g[static_cast<std::size_t>(layout.col_offset[u] + j)] = static_cast<T>(found->second[static_cast<std::size_t>(n + j)]);
+        any_warm = true;
+      }
+      if (any_warm) {
+        warm.f = device_copy("kotml::learn::warm_f", f);
+        warm.g = device_copy("kotml::learn::warm_g", g);
+      }
+    }
+    const auto result = ot::sinkhorn(clouds, problems, cost, sk, any_warm ? &warm : nullptr);
+    const auto summaries = result.summaries();
+    if (options_.warm_start) {
+      const auto f = Kokkos::create_mirror_view_and_copy(HostSpace(), result.f);
+      const auto g = Kokkos::create_mirror_view_and_copy(HostSpace(), result.g);
+      for (std::size_t u = 0; u < problems.size(); ++u) {
+        const auto n = layout.rows(static_cast<std::int64_t>(u)), m = layout.cols(static_cast<std::int64_t>(u));
+        std::vector<double> state(static_cast<std::size_t>(n + m));
+        for (std::int64_t i = 0; i < n; ++i) state[static_cast<std::size_t>(i)] = static_cast<double>(f(static_cast<std::size_t>(layout.row_offset[u] + i)));
+        for (std::int64_t j = 0; j < m; ++j) state[static_cast<std::size_t>(n + j)] = static_cast<double>(g(static_cast<std::size_t>(layout.col_offset[u] + j)));
+        potentials_[keys[u]] = std::move(state);
+      }
+    }
+    for (std::size_t u = 0; u < problems.size(); ++u) {
+      // The regularised objective, whose gradient the solver returns exactly
+      // (envelope theorem); GGML-OT uses <P, C> with unrolled autograd.
+      costs[u] = summaries[u].objective;
+      report_.count(summaries[u].status);
+      ++solves_;
+      pivots_ += summaries[u].iterations;
+    }
+    if (want_gradient) {
+      source_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.source_gradient);
+      target_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.target_gradient);
+    }
+  }
+
+  template <class T>
+  std::vector<double> batch_cost_row_sums(const ot::CloudBatch<T>& clouds, const ot::BatchLayout& layout,
+                                          const std::vector<ot::Pair>& problems) {
+    std::vector<std::int32_t> src, tgt;
+    for (const auto& pr : problems) {
+      src.push_back(pr.source);
+      tgt.push_back(pr.target);
+    }
+    Vector<double> row_sum(no_init("kotml::learn::row_sum"), static_cast<std::size_t>(layout.total_rows()));
+    cost_row_sums(CostRowSums<T>{clouds.points(), clouds.device_table(), device_copy("kotml::learn::sources", src),
+                                 device_copy("kotml::learn::targets", tgt), layout.device_row_offset, row_sum,
+                                 options_.squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean},
+                  static_cast<std::int64_t>(problems.size()));
+    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), row_sum);
+    return std::vector<double>(host.data(), host.data() + host.size());
+  }
   eval::SolveReport& report() { return report_; }
+  /// Solves, solver iterations (EMD pivots, Sinkhorn iterations) and
+  /// warm-started EMD solves so far on this rank (--verbose prints them).
+  std::int64_t solves_ = 0, pivots_ = 0, warm_ = 0;
 
  private:
   const data::Cohort& cohort_;
@@ -225,6 +309,7 @@ class StepEngine {
   const TrainOptions& options_;
   eval::BatchStage stage_;
   std::unordered_map<std::uint64_t, std::vector<std::int32_t>> bases_;
+  std::unordered_map<std::uint64_t, std::vector<double>> potentials_;  // Sinkhorn: f then g per pair
   eval::SolveReport report_;
 };
 
@@ -265,12 +350,21 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   staged.erase(std::unique(staged.begin(), staged.end()), staged.end());
 
   const auto a_device = eval::metric_to_device(a);
-  eval::ProjectedClouds projected;
+  // Sinkhorn runs on single-precision projected points unless asked otherwise
+  // (EMD always on double).
+  const bool single = !exact && options_.ot.sinkhorn_float;
+  eval::ProjectedCloudsOf<double> projected;
+  eval::ProjectedCloudsOf<float> projected_float;
   ot::BatchLayout layout;
   comm.phase([&] {
     stage_.stage(store_, staged);
-    projected = eval::project_clouds(stage_, cloud_donors, a_device);
-    layout = ot::BatchLayout::of(projected.clouds, problems);
+    if (single) {
+      projected_float = eval::project_clouds<float>(stage_, cloud_donors, a_device);
+      layout = ot::BatchLayout::of(projected_float.clouds, problems);
+    } else {
+      projected = eval::project_clouds<double>(stage_, cloud_donors, a_device);
+      layout = ot::BatchLayout::of(projected.clouds, problems);
+    }
   });
 
   // Sinkhorn: ε relative to the mean cost over every entry of every pair of
@@ -281,18 +375,9 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
     std::int64_t entries = 0;
     comm.phase([&] {
       if (problems.empty()) return;
-      std::vector<std::int32_t> src, tgt;
-      for (const auto& pr : problems) {
-        src.push_back(pr.source);
-        tgt.push_back(pr.target);
-      }
-      Vector<double> row_sum(no_init("kotml::learn::row_sum"), static_cast<std::size_t>(layout.total_rows()));
-      cost_row_sums(CostRowSums{projected.clouds.points(), projected.clouds.device_table(),
-                                device_copy("kotml::learn::sources", src), device_copy("kotml::learn::targets", tgt),
-                                layout.device_row_offset, row_sum, options_.squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean},
-                    static_cast<std::int64_t>(problems.size()));
-      auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), row_sum);
-      for (std::size_t r = 0; r < host.extent(0); ++r) cost_sum.add(0, host(r));
+      std::vector<double> sums = single ? batch_cost_row_sums(projected_float.clouds, layout, problems)
+                                        : batch_cost_row_sums(projected.clouds, layout, problems);
+      for (double r : sums) cost_sum.add(0, r);
       for (std::int64_t u = 0; u < layout.problems(); ++u) entries += layout.rows(u) * layout.cols(u);
     });
     const double total = cost_sum.allreduce(comm)[0];
@@ -333,6 +418,9 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
       for (std::size_t u = 0; u < problems.size(); ++u) {
         my_costs[u] = summaries[u].cost;
         report_.count(summaries[u].status);
+        ++solves_;
+        pivots_ += summaries[u].iterations;
+        warm_ += summaries[u].warm_started ? 1 : 0;
         if (options_.warm_start)
           bases_[pair_key(cloud_donors[static_cast<std::size_t>(problems[u].source)],
                           cloud_donors[static_cast<std::size_t>(problems[u].target)])] =
@@ -343,25 +431,16 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
         target_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.target_gradient);
       }
     } else {
-      ot::SinkhornOptions sk;
-      sk.epsilon = epsilon;
-      sk.relative_epsilon = false;
-      sk.max_iter = options_.ot.sinkhorn_max_iter;
-      sk.tol = options_.ot.sinkhorn_tol;
-      sk.workspace_bytes = options_.ot.workspace_bytes;
-      sk.point_gradients = want_gradient;
-      const auto result = ot::sinkhorn(projected.clouds, problems, cost, sk);
-      const auto summaries = result.summaries();
-      for (std::size_t u = 0; u < problems.size(); ++u) {
-        // The regularised objective, whose gradient the solver returns exactly
-        // (envelope theorem); GGML-OT uses <P, C> with unrolled autograd.
-        my_costs[u] = summaries[u].objective;
-        report_.count(summaries[u].status);
-      }
-      if (want_gradient) {
-        source_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.source_gradient);
-        target_gradient = Kokkos::create_mirror_view_and_copy(HostSpace(), result.target_gradient);
-      }
+      std::vector<std::uint64_t> keys;
+      for (const auto& pr : problems)
+        keys.push_back(pair_key(cloud_donors[static_cast<std::size_t>(pr.source)],
+                                cloud_donors[static_cast<std::size_t>(pr.target)]));
+      if (single)
+        solve_sinkhorn(projected_float.clouds, problems, keys, cost, epsilon, want_gradient, my_costs,
+                       source_gradient, target_gradient);
+      else
+        solve_sinkhorn(projected.clouds, problems, keys, cost, epsilon, want_gradient, my_costs, source_gradient,
+                       target_gradient);
     }
     for (double c : my_costs)
       if (!std::isfinite(c)) throw Error("", "training", "an OT cost is not finite: the metric diverged (try a smaller --lr)");
@@ -490,6 +569,43 @@ WarmBases gather_bases(const std::unordered_map<std::uint64_t, std::vector<std::
   return warm;
 }
 
+/// Collective: every rank's Sinkhorn warm-start potentials, for a checkpoint.
+WarmBases gather_potentials(const std::unordered_map<std::uint64_t, std::vector<double>>& potentials,
+                            const dist::Comm& comm) {
+  std::vector<std::uint64_t> keys;
+  for (const auto& entry : potentials) keys.push_back(entry.first);
+  std::sort(keys.begin(), keys.end());
+  std::vector<std::int64_t> heads;
+  std::vector<double> values;
+  for (auto key : keys) {
+    const auto& p = potentials.at(key);
+    heads.push_back(static_cast<std::int64_t>(key >> 32));
+    heads.push_back(static_cast<std::int64_t>(key & 0xffffffffULL));
+    heads.push_back(static_cast<std::int64_t>(p.size()));
+    values.insert(values.end(), p.begin(), p.end());
+  }
+  const auto all_heads = comm.allgatherv(heads);
+  const auto all_values = comm.allgatherv(values);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<double>> sorted;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < all_heads.size(); i += 3) {
+    const auto n = static_cast<std::size_t>(all_heads[i + 2]);
+    sorted[{all_heads[i], all_heads[i + 1]}] =
+        std::vector<double>(all_values.begin() + static_cast<std::ptrdiff_t>(at),
+                            all_values.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  }
+  WarmBases warm;
+  warm.offset.push_back(0);
+  for (const auto& [key, p] : sorted) {
+    warm.first.push_back(key.first);
+    warm.second.push_back(key.second);
+    warm.potentials.insert(warm.potentials.end(), p.begin(), p.end());
+    warm.offset.push_back(static_cast<std::int64_t>(warm.potentials.size()));
+  }
+  return warm;
+}
+
 double lr_factor(const TrainOptions& options, int ranks) {
   if (options.mode != DistributionMode::batches) return 1.0;
   switch (options.lr_scaling) {
@@ -549,8 +665,12 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
     for (std::size_t p = 0; p < c.warm.first.size(); ++p) {
       const GlobalId u = c.warm.first[p], v = c.warm.second[p];
       if (owners && owners->owner(u, v) != comm.rank()) continue;
-      engine.bases()[pair_key(u, v)] = std::vector<std::int32_t>(
-          c.warm.basis.begin() + c.warm.offset[p], c.warm.basis.begin() + c.warm.offset[p + 1]);
+      if (!c.warm.basis.empty())
+        engine.bases()[pair_key(u, v)] = std::vector<std::int32_t>(
+            c.warm.basis.begin() + c.warm.offset[p], c.warm.basis.begin() + c.warm.offset[p + 1]);
+      else
+        engine.potentials()[pair_key(u, v)] = std::vector<double>(
+            c.warm.potentials.begin() + c.warm.offset[p], c.warm.potentials.begin() + c.warm.offset[p + 1]);
     }
   }
 
@@ -659,7 +779,9 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
     ++epochs_timed;
     epochs_done = epoch;
     log::info("epoch " + std::to_string(epoch) + ": loss " + std::to_string(record.loss) + ", gradient norm " +
-              std::to_string(record.grad_norm) + ", " + std::to_string(record.seconds) + " s");
+              std::to_string(record.grad_norm) + ", " + std::to_string(record.seconds) + " s; OT on this rank so far: " +
+              std::to_string(engine.solves_) + " solves, " + std::to_string(engine.pivots_) + " iterations, " +
+              std::to_string(engine.warm_) + " warm-started (cumulative)");
     if (options.checkpoint_every > 0 && (epoch % options.checkpoint_every == 0)) {
       Checkpoint c;
       c.fingerprint = fingerprint;
@@ -671,7 +793,7 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
       c.adam_m = adam.first_moment();
       c.adam_v = adam.second_moment();
       c.history = result.history;
-      c.warm = gather_bases(engine.bases(), comm);
+      c.warm = options.ot.exact() ? gather_bases(engine.bases(), comm) : gather_potentials(engine.potentials(), comm);
       comm.phase([&] {
         if (comm.is_root()) write_checkpoint(options.checkpoint_path, c);
       });

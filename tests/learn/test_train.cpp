@@ -201,6 +201,7 @@ TEST(LearnTrain, FullLossGradientMatchesFiniteDifferences) {
       options.ot.entropic_reg = entropic_reg;
       options.ot.sinkhorn_max_iter = 20000;
       options.ot.sinkhorn_tol = 1e-13;
+      options.ot.sinkhorn_float = false;  // finite differences need double costs
       auto a = learn::initial_metric(2, 3, 17);
       std::vector<double> grad;
       // Sinkhorn: ε is set by the batch's mean cost at A and then held, as the
@@ -229,30 +230,40 @@ TEST(LearnTrain, RestartEndsBitIdentical) {
   const auto cohort = random_cohort(3, 10, 3, 8, world());
   const eval::DonorStore store(cohort);
   const auto dir = shared_temp_dir();
-  learn::TrainOptions options;
-  options.n_comps = 2;
-  options.epochs = 6;
-  options.batch_size = 6;
-  options.stop_thr = 0.0;
-  const auto straight = learn::train(cohort, store, all_donors(cohort), options, world());
+  // EMD (warm-start bases) and Sinkhorn (warm-start potentials) in mini-batches.
+  for (double entropic_reg : {0.0, 0.5}) {
+    learn::TrainOptions options;
+    options.n_comps = 2;
+    options.epochs = 6;
+    options.batch_size = 6;
+    options.stop_thr = 0.0;
+    options.ot.entropic_reg = entropic_reg;
+    const auto straight = learn::train(cohort, store, all_donors(cohort), options, world());
 
-  learn::TrainOptions first(options);
-  first.epochs = 3;
-  first.checkpoint_every = 3;
-  first.checkpoint_path = dir + "/ckpt.h5";
-  learn::train(cohort, store, all_donors(cohort), first, world());
-  learn::TrainOptions second(options);
-  second.restart_from = dir + "/ckpt.h5";
-  const auto resumed = learn::train(cohort, store, all_donors(cohort), second, world());
-  EXPECT_TRUE(same_bits(straight.a, resumed.a));
-  ASSERT_EQ(resumed.history.size(), straight.history.size());
-  EXPECT_EQ(resumed.history.back().loss, straight.history.back().loss);
+    learn::TrainOptions first(options);
+    first.epochs = 3;
+    first.checkpoint_every = 3;
+    first.checkpoint_path = dir + "/ckpt.h5";
+    learn::train(cohort, store, all_donors(cohort), first, world());
+    learn::TrainOptions second(options);
+    second.restart_from = dir + "/ckpt.h5";
+    const auto resumed = learn::train(cohort, store, all_donors(cohort), second, world());
+    EXPECT_TRUE(same_bits(straight.a, resumed.a)) << "entropic_reg " << entropic_reg;
+    ASSERT_EQ(resumed.history.size(), straight.history.size());
+    EXPECT_EQ(resumed.history.back().loss, straight.history.back().loss);
+    // Warm starts matter: without the checkpointed state the run would differ.
+    if (entropic_reg > 0.0) {
+      learn::TrainOptions cold(options);
+      cold.warm_start = false;
+      EXPECT_FALSE(same_bits(straight.a, learn::train(cohort, store, all_donors(cohort), cold, world()).a));
+    }
 
-  // A checkpoint of another configuration is refused on every rank.
-  learn::TrainOptions other(options);
-  other.alpha = 2.0;
-  other.restart_from = dir + "/ckpt.h5";
-  EXPECT_THROW(learn::train(cohort, store, all_donors(cohort), other, world()), dist::CollectiveError);
+    // A checkpoint of another configuration is refused on every rank.
+    learn::TrainOptions other(options);
+    other.alpha = 2.0;
+    other.restart_from = dir + "/ckpt.h5";
+    EXPECT_THROW(learn::train(cohort, store, all_donors(cohort), other, world()), dist::CollectiveError);
+  }
   world().barrier();
   if (world().is_root()) std::filesystem::remove_all(dir);
 }

@@ -24,6 +24,8 @@ inline void declare_metric_options(boost::program_options::options_description& 
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × each pair's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.sinkhorn_max_iter), "Sinkhorn iterations at most")
       ("sinkhorn-tol", po::value<double>()->default_value(d.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("sinkhorn-double", po::bool_switch(),
+       "Sinkhorn on double-precision points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair");
 }
 
@@ -33,6 +35,7 @@ inline OtSettings ot_settings_from(const boost::program_options::variables_map& 
   s.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
   s.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
   s.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
+  s.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
   s.validate();
   return s;
 }

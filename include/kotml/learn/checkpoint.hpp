@@ -11,7 +11,7 @@
 //
 // Layout: /A (k×d), /adam/{m,v} (k×d), /adam/step, /progress/{epochs_done,
 // converged}, /rng/{seed,purposes,next_index,position}, /history/<field>,
-// /warm/{first,second,offset,basis}; root attributes fingerprint, kotml_version,
+// /warm/{first,second,offset,basis,potentials}; root attributes fingerprint, kotml_version,
 // git_hash.
 
 #include <cstdint>
@@ -23,11 +23,14 @@
 
 namespace kotml::learn {
 
+/// Warm-start state per donor pair: EMD bases (int32 per node) or Sinkhorn
+/// potentials (f then g, stored as double); a run uses one kind.
 struct WarmBases {
   std::vector<std::int64_t> first;    // cohort donor index (source)
   std::vector<std::int64_t> second;   // cohort donor index (target)
-  std::vector<std::int64_t> offset;   // pair p's basis is basis[offset[p], offset[p+1])
+  std::vector<std::int64_t> offset;   // pair p's state is [offset[p], offset[p+1]) of basis or potentials
   std::vector<std::int32_t> basis;
+  std::vector<double> potentials;
 };
 
 struct Checkpoint {

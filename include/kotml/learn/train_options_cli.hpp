@@ -35,6 +35,8 @@ inline void declare_train_options(boost::program_options::options_description& d
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × the batch's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.ot.sinkhorn_max_iter), "Sinkhorn iterations at most")
       ("sinkhorn-tol", po::value<double>()->default_value(d.ot.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("sinkhorn-double", po::bool_switch(),
+       "Sinkhorn on double-precision projected points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.ot.emd_max_iter), "network-simplex pivots at most per pair")
       ("triplets", po::value<std::string>()->default_value("all"),
        "all: every in-batch triplet (i = j included); sampled: --t positives and negatives per anchor")
@@ -68,6 +70,7 @@ inline TrainOptions train_options_from(const boost::program_options::variables_m
   o.ot.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
   o.ot.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
   o.ot.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
+  o.ot.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
   o.triplets = parse_triplet_mode(vm["triplets"].as<std::string>());
   o.t = vm["t"].as<int>();
   o.mode = parse_distribution_mode(vm["mode"].as<std::string>());

@@ -25,7 +25,8 @@
 // Random streams: batches of epoch e from Stream(seed, batches, e); sampled
 // triplets of batch b in epoch e from Stream(seed, triplets, e·2^20 + b); A from
 // Stream(seed, metric_init, 0). A checkpoint after epoch e therefore needs only
-// e, A, the Adam state and the warm-start bases to continue bit-identically.
+// e, A, the Adam state and the warm-start state (EMD bases or Sinkhorn
+// potentials per pair) to continue bit-identically.
 
 #include <cstdint>
 #include <functional>
@@ -69,7 +70,7 @@ struct TrainOptions {
   int t = 3;                          // sampled triplets: positives/negatives per anchor
   DistributionMode mode = DistributionMode::pairs;
   LrScaling lr_scaling = LrScaling::linear;
-  bool warm_start = true;             // EMD: start each pair from its previous basis
+  bool warm_start = true;             // start each pair from its previous solve: EMD basis, Sinkhorn potentials
   std::uint64_t seed = 42;
   std::int64_t checkpoint_every = 0;  // epochs; 0: no checkpoints
   std::string checkpoint_path;        // written atomically
