@@ -109,6 +109,8 @@ void BM_SampledGw(benchmark::State& state) {
   const auto xs = device_points(src), xt = device_points(tgt);
   double rho = 0;
   int iterations = 0;
+  gw::SampledGwTimings phases;
+  std::int64_t sinkhorn_iterations = 0;
   for (auto _ : state) {
     const auto gs = graph::build_knn_graph(xs, 5, comm), gt = graph::build_knn_graph(xt, 5, comm);
     std::unique_ptr<gw::DistanceProvider> ps, pt;
@@ -132,9 +134,17 @@ void BM_SampledGw(benchmark::State& state) {
     const auto r = gw::sampled_gw(*ps, *pt, o, comm);
     rho = std::fabs(gw::angle_correlation(src.angle, tgt.angle, r.match));
     iterations = r.iterations;
+    phases = r.timings;
+    sinkhorn_iterations = r.sinkhorn_iterations;
   }
   state.counters["abs_rho"] = rho;
   state.counters["outer_iterations"] = iterations;
+  state.counters["sinkhorn_iterations"] = static_cast<double>(sinkhorn_iterations);
+  state.counters["s_sampling"] = phases.sampling;
+  state.counters["s_distances"] = phases.distances;
+  state.counters["s_cost"] = phases.cost;
+  state.counters["s_sinkhorn"] = phases.sinkhorn;
+  state.counters["s_update"] = phases.update;
 }
 BENCHMARK(BM_SampledGw)
     ->Args({400, 500, static_cast<int>(gw::DistanceMode::precomputed), 0})

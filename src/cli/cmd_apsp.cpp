@@ -89,6 +89,7 @@ Subcommand apsp_subcommand() {
       }
     });
 
+    Kokkos::Timer timer;
     std::optional<AtomicFile> out;
     std::optional<io::h5::File> file;
     comm.phase([&] {
@@ -117,7 +118,8 @@ Subcommand apsp_subcommand() {
     });
     log::out() << "apsp: " << sources.size() << " x " << g.n << " shortest-path lengths ("
                << option<std::string>(vm, "precision") << ", " << comm.size() << " rank"
-               << (comm.size() == 1 ? "" : "s") << ") -> " << output << ":/distances\n";
+               << (comm.size() == 1 ? "" : "s") << ") in " << timer.seconds()
+               << " s (Dijkstra and writing) -> " << output << ":/distances\n";
     return exit_ok;
   };
   return sub;

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "fixture.hpp"
 #include "kotml/core/error.hpp"
@@ -85,24 +87,36 @@ TEST(Dijkstra, KnnGraphFromPointsGivesScipyGeodesics) {
       expect_matches_scipy(h(r, j), c.distances[sources[r] * c.n + j], "row " + std::to_string(r));
 }
 
-TEST(Dijkstra, HeapOrdersEqualKeysByNode) {
-  // Settling ties by node id keeps every run's heap traffic identical.
-  double key[4];
-  NodeId node[4], pos[4] = {DijkstraHeap::unseen, DijkstraHeap::unseen, DijkstraHeap::unseen,
-                           DijkstraHeap::unseen};
-  DijkstraHeap heap(key, node, pos);
-  heap.push_or_decrease(3, 1.0);
-  heap.push_or_decrease(1, 1.0);
-  heap.push_or_decrease(2, 5.0);
-  heap.push_or_decrease(2, 0.5);  // decrease-key
-  double d = 0;
-  EXPECT_EQ(heap.pop(d), 2);
-  EXPECT_EQ(d, 0.5);
-  EXPECT_EQ(heap.pop(d), 1);
-  EXPECT_EQ(heap.pop(d), 3);
+TEST(Dijkstra, HeapPopsInKeyOrderThroughDecreaseKeys) {
+  // Random inserts and decrease-keys against a sorted reference.
+  const int n = 500;
+  std::vector<double> key(n);
+  std::vector<NodeId> node(n), pos(n, DijkstraHeap::unseen);
+  DijkstraHeap heap(key.data(), node.data(), pos.data());
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> u(0.0, 100.0);
+  std::vector<double> best(n, 1e300);
+  for (int step = 0; step < 3 * n; ++step) {
+    const NodeId v = static_cast<NodeId>(rng() % n);
+    const double d = u(rng);
+    if (d < best[v]) {
+      best[v] = d;
+      heap.push_or_decrease(v, d);
+    }
+  }
+  std::vector<std::pair<double, NodeId>> expected;
+  for (int v = 0; v < n; ++v)
+    if (best[v] < 1e300) expected.push_back({best[v], v});
+  std::sort(expected.begin(), expected.end());
+  for (const auto& [d, v] : expected) {
+    ASSERT_FALSE(heap.empty());
+    double got = 0;
+    const NodeId w = heap.pop(got);
+    EXPECT_EQ(got, d);
+    EXPECT_EQ(w, v);  // keys are distinct here
+    EXPECT_EQ(heap.position(w), DijkstraHeap::settled);
+  }
   EXPECT_TRUE(heap.empty());
-  EXPECT_EQ(heap.position(1), DijkstraHeap::settled);
-  EXPECT_EQ(heap.position(0), DijkstraHeap::unseen);
 }
 
 TEST(Landmarks, FarthestPointOrderMatchesTorchgw) {

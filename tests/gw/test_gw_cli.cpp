@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/knn_graph.hpp"
@@ -132,6 +133,23 @@ TEST(GwCli, GivenDistanceMatricesGiveTheGraphRun) {
   ASSERT_EQ(from_graph.exit_code, 0) << from_graph.err;
   EXPECT_EQ(io::h5::File::open_read(dir.file("f.h5")).read<std::int64_t>("match"),
             io::h5::File::open_read(dir.file("g.h5")).read<std::int64_t>("match"));
+}
+
+TEST(GwCli, OptionsComeFromAnIniFile) {
+  TempDir dir;
+  write_pair(dir.file("pair.h5"), false);
+  {
+    std::ofstream ini(dir.file("gw.ini"));
+    ini << "[gw]\nmode = landmark\nlandmarks = 6\nk = 5\nM = 20\nmax-iter = 12\n"
+           "mixed-precision = true\nseed = 3\n[apsp]\nprecision = float64\n";
+  }
+  const auto r = run_kotml({"gw", "--config", dir.file("gw.ini"), dir.file("pair.h5"), "-o",
+                            dir.file("out.h5"), "--M", "25"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto config = io::h5::File::open_read(dir.file("out.h5")).read_string_attribute("/", "kotml_config");
+  for (const char* setting : {"\"mode\":\"landmark\"", "\"landmarks\":6", "\"M\":25",
+                              "\"mixed-precision\":true", "\"seed\":3", "\"max-iter\":12"})
+    EXPECT_NE(config.find(setting), std::string::npos) << setting << " in " << config;
 }
 
 TEST(GwCli, BadInputIsOneLineAndExitTwo) {
