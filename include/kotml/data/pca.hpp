@@ -11,10 +11,11 @@
 // basis; the projected matrix T = Q^T C Q gives Ritz pairs (theta, y), with
 // residuals ||C y - theta y|| read off the last block. The iteration stops when
 // the leading n_comps residuals fall below tol · theta, or when the basis reaches
-// max_basis vectors (then the full-space limit is exact). The products with A
-// and A^T are Kokkos kernels (one row, resp. one feature, per league entry, sums
-// in a fixed order, so the result does not depend on the thread count); the
-// basis algebra (g × m, g = features) is Eigen on the host.
+// max_basis vectors (then the full-space limit is exact). A^T A V is one Kokkos
+// kernel pass over the cells: each thread takes a fixed chunk of rows (the chunk
+// size depends on the row count only) and a panel of 8 columns, and the chunks'
+// partial sums are added in chunk order, so the result is the same bits for any
+// thread count. The basis algebra (g × m, g = features) is Eigen on the host.
 //
 // Output as scanpy's pp.pca: components (rows = principal axes), scores
 // A y_i = U_i s_i, variance s_i^2 / (n - 1), variance ratio over the total
