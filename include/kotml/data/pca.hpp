@@ -11,7 +11,8 @@
 // basis; the projected matrix T = Q^T C Q gives Ritz pairs (theta, y), with
 // residuals ||C y - theta y|| read off the last block. The iteration stops when
 // the leading n_comps residuals fall below tol · theta, or when the basis reaches
-// max_basis vectors (then the full-space limit is exact). A^T A V is one Kokkos
+// max_basis vectors (exact when the basis spans all features; otherwise reported
+// as not converged). A^T A V is one Kokkos
 // kernel pass over the cells: each thread takes a fixed chunk of rows (the chunk
 // size depends on the row count only) and a panel of 8 columns, and the chunks'
 // partial sums are added in chunk order, so the result is the same bits for any
