@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kotml/core/atomic_file.hpp"
+#include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/graph/knn_graph.hpp"
@@ -93,18 +94,18 @@ Subcommand gw_subcommand() {
         ("landmarks", po::value<std::int64_t>()->default_value(50), "landmarks (landmark mode)")
         ("cache-rows", po::value<std::int64_t>()->default_value(2000), "Dijkstra rows cached per cloud (dijkstra mode)")
         ("M", po::value<std::int64_t>()->default_value(50), "anchor pairs sampled per iteration")
-        ("alpha", po::value<double>()->default_value(0.9), "momentum: weight of the new plan")
+        ("alpha", kotml::double_option(0.9), "momentum: weight of the new plan")
         ("max-iter", po::value<int>()->default_value(500), "outer iterations at most")
-        ("tol", po::value<double>()->default_value(1e-5), "stop when ||T_t - T_t-1||_F is below")
-        ("epsilon", po::value<double>()->default_value(1e-3), "initial entropic regularisation (decays <= 10x)")
+        ("tol", kotml::double_option(1e-5), "stop when ||T_t - T_t-1||_F is below")
+        ("epsilon", kotml::double_option(1e-3), "initial entropic regularisation (decays <= 10x)")
         ("min-iter", po::value<int>()->default_value(50), "iterations before the stopping rules apply")
         ("s-shared", po::value<std::int64_t>()->default_value(0), "shared mass in points (0: min(N, K))")
         ("semi-relaxed", po::bool_switch(), "relax the target marginal (KL weight --rho)")
-        ("rho", po::value<double>()->default_value(1.0), "KL weight of the relaxed target marginal")
+        ("rho", kotml::double_option(1.0), "KL weight of the relaxed target marginal")
         ("mixed-precision", po::bool_switch(), "float32 plan, cost and Sinkhorn")
         ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the anchor sampling")
         ("sinkhorn-max-iter", po::value<int>()->default_value(100), "Sinkhorn iterations per step at most")
-        ("sinkhorn-tol", po::value<double>()->default_value(5e-4), "Sinkhorn tolerance on max |P1 - a|")
+        ("sinkhorn-tol", kotml::double_option(5e-4), "Sinkhorn tolerance on max |P1 - a|")
         ("sinkhorn-check-every", po::value<int>()->default_value(1),
          "check the Sinkhorn tolerance every this many iterations (TorchGW: 10)")
         ("plan", po::value<std::string>()->default_value("none"), "write the plan: none, dense or topk")

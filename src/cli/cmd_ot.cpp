@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kotml/core/atomic_file.hpp"
+#include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/types.hpp"
@@ -247,14 +248,14 @@ Subcommand ot_subcommand() {
          "emd (exact, network simplex) or sinkhorn (entropic, log domain)")
         ("cost", po::value<std::string>()->default_value("euclidean"),
          "ground cost: euclidean, sqeuclidean or cosine")
-        ("epsilon", po::value<double>()->default_value(0.05), "Sinkhorn: entropic regularisation ε > 0")
+        ("epsilon", kotml::double_option(0.05), "Sinkhorn: entropic regularisation ε > 0")
         ("relative-epsilon", po::bool_switch(), "Sinkhorn: ε is a fraction of the mean cost")
-        ("tau-a", po::value<double>()->default_value(1.0),
+        ("tau-a", kotml::double_option(1.0),
          "Sinkhorn: τ ∈ (0,1] of the source marginal, ρ/(ρ+ε); 1 holds it exactly")
-        ("tau-b", po::value<double>()->default_value(1.0), "Sinkhorn: τ ∈ (0,1] of the target marginal")
+        ("tau-b", kotml::double_option(1.0), "Sinkhorn: τ ∈ (0,1] of the target marginal")
         ("max-iter", po::value<std::int64_t>(),
          "iteration limit (Sinkhorn iterations, default 1000; EMD pivots, default 10000000)")
-        ("tol", po::value<double>()->default_value(1e-9), "Sinkhorn: tolerance on the L1 marginal error")
+        ("tol", kotml::double_option(1e-9), "Sinkhorn: tolerance on the L1 marginal error")
         ("plan", po::value<std::string>(),
          "write the plan to this HDF5 file (Sinkhorn: dense /plan n×m; EMD: sparse /plan_row, "
          "/plan_col, /plan_value), with the potentials /f and /g");

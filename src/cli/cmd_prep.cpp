@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/data/prep.hpp"
@@ -26,21 +27,21 @@ Subcommand prep_subcommand() {
         ("output,o", po::value<std::string>()->required(), "output .h5ad (written atomically)")
         ("layer", po::value<std::string>()->default_value(""), "read the counts from this layer instead of X")
         ("no-normalize", po::bool_switch(), "skip normalize_total + log1p (input already log-normalised)")
-        ("target-sum", po::value<double>()->default_value(d.target_sum), "normalize_total: total per cell")
+        ("target-sum", kotml::double_option(d.target_sum), "normalize_total: total per cell")
         ("no-counts-layer", po::bool_switch(), "do not keep the input counts as layers/counts")
         ("no-hvg", po::bool_switch(), "skip highly-variable-gene selection: PCA on all genes")
         ("n-top-genes", po::value<std::int64_t>()->default_value(0),
          "number of highly variable genes (0: select by the mean/dispersion cutoffs)")
-        ("min-mean", po::value<double>()->default_value(d.hvg.min_mean), "HVG cutoff (without --n-top-genes)")
-        ("max-mean", po::value<double>()->default_value(d.hvg.max_mean), "HVG cutoff (without --n-top-genes)")
-        ("min-disp", po::value<double>()->default_value(d.hvg.min_disp), "HVG cutoff (without --n-top-genes)")
+        ("min-mean", kotml::double_option(d.hvg.min_mean), "HVG cutoff (without --n-top-genes)")
+        ("max-mean", kotml::double_option(d.hvg.max_mean), "HVG cutoff (without --n-top-genes)")
+        ("min-disp", kotml::double_option(d.hvg.min_disp), "HVG cutoff (without --n-top-genes)")
         ("max-disp", po::value<double>()->default_value(std::numeric_limits<double>::infinity(), "inf"),
          "HVG cutoff (without --n-top-genes)")
         ("n-bins", po::value<std::int64_t>()->default_value(d.hvg.n_bins), "HVG: bins of mean expression")
         ("batch-key", po::value<std::string>()->default_value(""), "obs column: select HVGs per batch and merge")
         ("no-pca", po::bool_switch(), "skip PCA")
         ("n-comps", po::value<std::int64_t>(), "principal components (default: min(50, min(cells, genes) - 1))")
-        ("pca-tol", po::value<double>()->default_value(d.pca.tol), "PCA: relative residual of the Ritz pairs")
+        ("pca-tol", kotml::double_option(d.pca.tol), "PCA: relative residual of the Ritz pairs")
         ("pca-block", po::value<std::int64_t>()->default_value(d.pca.block_size), "PCA: Lanczos block size")
         ("pca-max-basis", po::value<std::int64_t>()->default_value(0),
          "PCA: largest Lanczos basis (0: min(genes, max(20 n-comps, 400)))")

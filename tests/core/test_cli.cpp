@@ -22,6 +22,21 @@ TEST(Cli, HelpListsSubcommands) {
   EXPECT_NE(r.out.find("Subcommands:"), std::string::npos);
 }
 
+TEST(Cli, EverySubcommandHelpListsItsOptionsWithReadableDefaults) {
+  for (const char* sub : {"info", "prep", "simulate", "knn-graph", "apsp", "train", "train-test",
+                          "test", "distances", "gw", "ot"}) {
+    const auto r = run_kotml({sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
+    EXPECT_NE(r.out.find("--config"), std::string::npos) << sub;
+    // Defaults print as typed: 17-digit renderings such as 0.10000000000000001
+    // mean a double default escaped kotml::double_option.
+    EXPECT_EQ(r.out.find("0000000000"), std::string::npos) << sub << ":\n" << r.out;
+    EXPECT_EQ(r.out.find("9999999999"), std::string::npos) << sub << ":\n" << r.out;
+  }
+  const auto train = run_kotml({"train", "--help"});
+  EXPECT_NE(train.out.find("--lr arg (=0.1)"), std::string::npos) << train.out;
+}
+
 TEST(Cli, NoArgumentsPrintsHelpAndFails) {
   const auto r = run_kotml({});
   EXPECT_EQ(r.exit_code, 2);

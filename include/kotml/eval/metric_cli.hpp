@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kotml/core/double_option.hpp"
 #include "kotml/eval/pair_ot.hpp"
 
 namespace kotml::eval {
@@ -20,10 +21,10 @@ inline void declare_metric_options(boost::program_options::options_description& 
        "ground metric: learned (A from --model), euclidean or cosine (raw features)")
       ("model", po::value<std::string>()->default_value(""), "results.h5 of kotml train/train-test (its /A)")
       ("squared", po::bool_switch(), "learned metric: ||A(x-y)||² instead of ||A(x-y)||")
-      ("entropic-reg", po::value<double>()->default_value(d.entropic_reg),
+      ("entropic-reg", kotml::double_option(d.entropic_reg),
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × each pair's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.sinkhorn_max_iter), "Sinkhorn iterations at most")
-      ("sinkhorn-tol", po::value<double>()->default_value(d.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("sinkhorn-tol", kotml::double_option(d.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair");

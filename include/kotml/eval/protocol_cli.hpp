@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kotml/core/double_option.hpp"
 #include "kotml/eval/protocol.hpp"
 
 namespace kotml::eval {
@@ -16,7 +17,7 @@ inline void declare_protocol_options(boost::program_options::options_description
   const ProtocolOptions d;
   desc.add_options()
       ("n-splits", po::value<int>()->default_value(d.n_splits), "stratified train/test splits of the donors")
-      ("train-size", po::value<double>()->default_value(d.train_size), "fraction of donors to train on")
+      ("train-size", kotml::double_option(d.train_size), "fraction of donors to train on")
       ("test-size", po::value<double>(), "fraction of donors to test on (default: the rest)")
       ("knn-k", po::value<int>()->default_value(d.knn_k), "neighbours of the kNN classifier");
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kotml/core/double_option.hpp"
 #include "kotml/learn/trainer.hpp"
 
 namespace kotml::learn {
@@ -18,23 +19,23 @@ inline void declare_train_options(boost::program_options::options_description& d
   const TrainOptions d;
   desc.add_options()
       ("n-comps", po::value<std::int64_t>()->default_value(d.n_comps), "rows k of the metric A (k×d), k ≤ d")
-      ("alpha", po::value<double>()->default_value(d.alpha), "triplet margin")
-      ("reg", po::value<double>()->default_value(d.reg), "weight of the norm regulariser on A")
+      ("alpha", kotml::double_option(d.alpha), "triplet margin")
+      ("reg", kotml::double_option(d.reg), "weight of the norm regulariser on A")
       ("reg-type", po::value<std::string>()->default_value("fro"), "regulariser norm: fro (Frobenius) or 1 (elementwise L1)")
-      ("lr", po::value<double>()->default_value(d.adam.lr), "Adam learning rate")
-      ("beta1", po::value<double>()->default_value(d.adam.beta1), "Adam first-moment decay")
-      ("beta2", po::value<double>()->default_value(d.adam.beta2), "Adam second-moment decay")
-      ("adam-eps", po::value<double>()->default_value(d.adam.eps), "Adam epsilon")
+      ("lr", kotml::double_option(d.adam.lr), "Adam learning rate")
+      ("beta1", kotml::double_option(d.adam.beta1), "Adam first-moment decay")
+      ("beta2", kotml::double_option(d.adam.beta2), "Adam second-moment decay")
+      ("adam-eps", kotml::double_option(d.adam.eps), "Adam epsilon")
       ("epochs", po::value<std::int64_t>()->default_value(d.epochs), "epochs (passes over the training donors)")
       ("batch-size", po::value<std::int64_t>()->default_value(d.batch_size),
        "donors per stratified batch (per rank with --mode batches); ≥ donors: full batch")
-      ("stop-thr", po::value<double>()->default_value(d.stop_thr),
+      ("stop-thr", kotml::double_option(d.stop_thr),
        "stop after an epoch in which the objective gradient norm fell below this (0: never)")
       ("squared", po::bool_switch(), "ground cost ||A(x-y)||² instead of ||A(x-y)||")
-      ("entropic-reg", po::value<double>()->default_value(d.ot.entropic_reg),
+      ("entropic-reg", kotml::double_option(d.ot.entropic_reg),
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × the batch's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.ot.sinkhorn_max_iter), "Sinkhorn iterations at most")
-      ("sinkhorn-tol", po::value<double>()->default_value(d.ot.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("sinkhorn-tol", kotml::double_option(d.ot.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision projected points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.ot.emd_max_iter), "network-simplex pivots at most per pair")
