@@ -69,7 +69,9 @@ class NetworkSimplex {
       : w_(w), nodes_(w.n + w.m), root_(w.n + w.m) {
     const std::int64_t arcs = static_cast<std::int64_t>(w.n) * w.m;
     double largest = 0;
-    for (std::int64_t e = 0; e < arcs; ++e) largest = kmath::fmax(largest, kmath::fabs(w.cost[e]));
+    // kmath::max, not fmax: costs are finite (checked on input), and fmax is a
+    // libm call on the host that this loop over every arc cannot afford.
+    for (std::int64_t e = 0; e < arcs; ++e) largest = kmath::max(largest, kmath::fabs(w.cost[e]));
     art_cost_ = (largest + 1.0) * static_cast<double>(nodes_ + 1);
     std::int64_t block = static_cast<std::int64_t>(kmath::sqrt(static_cast<double>(arcs)));
     if (block * block < arcs) ++block;
@@ -254,8 +256,8 @@ class NetworkSimplex {
         in_block = 0;
         if (best_row >= 0) {
           double scale = kmath::fabs(arc_cost(best_row, best_col));
-          scale = kmath::fmax(scale, kmath::fabs(w_.pi[best_row]));
-          scale = kmath::fmax(scale, kmath::fabs(pi_col[best_col]));
+          scale = kmath::max(scale, kmath::fabs(w_.pi[best_row]));
+          scale = kmath::max(scale, kmath::fabs(pi_col[best_col]));
           if (best < -1e-14 * scale) {
             next_row_ = i;
             next_col_ = j;
