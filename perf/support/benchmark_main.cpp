@@ -2,6 +2,7 @@
 // machine is named in the context block so that a table always says where it
 // was measured.
 
+#include "kotml/core/blas_threads.hpp"
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ int main(int argc, char* argv[]) {
   MPI_Init(&argc, &argv);
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
+    kotml::use_one_blas_thread();
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
     benchmark::AddCustomContext("host", host);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "kotml/core/blas_threads.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/version.hpp"
@@ -218,6 +219,7 @@ int main(int argc, char* argv[]) {
     kokkos_argv.push_back(nullptr);
 
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
+    kotml::use_one_blas_thread();
     try {
       code = kotml::cli::dispatch_agreed(args, comm);
     } catch (const kotml::dist::CollectiveError& e) {

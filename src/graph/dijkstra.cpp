@@ -11,7 +11,9 @@ using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
 
 /// Level 1: the workspace grows with n (24 bytes a node), beyond what fast
 /// on-chip scratch holds on a GPU; on the host both levels are plain memory.
-constexpr int scratch_level = 1;
+/// An enumerator, not a constexpr variable: Kokkos takes the level by reference,
+/// and a namespace-scope variable has no address in CUDA device code.
+enum : int { scratch_level = 1 };
 
 /// One team per source. A single thread walks the heap: Dijkstra's settle order
 /// is sequential, and rows of kNN graphs (degree ≈ k) are too short to split.

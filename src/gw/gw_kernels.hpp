@@ -20,6 +20,7 @@
 #include "kotml/gw/distances.hpp"
 #include "kotml/gw/row_partition.hpp"
 #include "kotml/ot/fast_exp.hpp"
+#include "gw_simd_host.hpp"
 
 namespace kotml::gw::detail {
 
@@ -32,6 +33,16 @@ using ConstMat = Kokkos::View<const S**, Kokkos::LayoutRight, MemSpace>;
 using Fixed = Kokkos::View<std::int64_t*, MemSpace>;
 
 constexpr int lanes = 8;
+
+// The lane loops must become straight-line SIMD code at -O2 too (the CI build),
+// where GCC leaves short loops rolled.
+#if defined(__CUDACC__) || defined(__clang__)
+#define KOTML_GW_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define KOTML_GW_UNROLL _Pragma("GCC unroll 8")
+#else
+#define KOTML_GW_UNROLL
+#endif
 constexpr std::int64_t column_chunk = 32;
 
 template <class S>
@@ -48,12 +59,13 @@ KOKKOS_FORCEINLINE_FUNCTION S lane_total(const S* acc) {
 /// log Σ_k exp(log_v[k] − cost[k]·inv_eps) + one extra term, in two passes
 /// (max, then sum of exp(x − max)) over one row.
 template <class S>
-KOKKOS_INLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int64_t count,
+KOKKOS_FORCEINLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int64_t count,
                                          S inv_eps, S extra) {
   S top[lanes];
   for (int l = 0; l < lanes; ++l) top[l] = extra;
   std::int64_t k = 0;
   for (; k + lanes <= count; k += lanes)
+    KOTML_GW_UNROLL
     for (int l = 0; l < lanes; ++l) top[l] = larger(top[l], log_v[k + l] - cost[k + l] * inv_eps);
   S m = extra;
   for (int l = 0; l < lanes; ++l) m = larger(m, top[l]);
@@ -61,10 +73,75 @@ KOKKOS_INLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int
   S acc[lanes];
   for (int l = 0; l < lanes; ++l) acc[l] = S(0);
   for (k = 0; k + lanes <= count; k += lanes)
+    KOTML_GW_UNROLL
     for (int l = 0; l < lanes; ++l) acc[l] += ot::fast_exp(log_v[k + l] - cost[k + l] * inv_eps - m);
   S s = lane_total(acc) + ot::fast_exp(extra - m);
   for (std::int64_t t = k; t < count; ++t) s += ot::fast_exp(log_v[t] - cost[t] * inv_eps - m);
   return m + kmath::log(s);
+}
+
+/// top[c] = max over rows r0 ≤ i < r1 of log_u[i] − cost(i, k0+c)·inv_eps, for
+/// c < width, starting from the values in top.
+template <class S>
+KOKKOS_FORCEINLINE_FUNCTION void column_max_tile(const S* cost, std::int64_t ld, std::int64_t r0, std::int64_t r1,
+                                            std::int64_t k0, std::int64_t width, const S* log_u, S inv_eps,
+                                            S* top) {
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const S* row = cost + i * ld + k0;
+    const S u = log_u[i];
+    for (std::int64_t c = 0; c < width; ++c) top[c] = larger(top[c], u - row[c] * inv_eps);
+  }
+}
+
+/// acc[c] += exp(log_u[i] − cost(i, k0+c)·inv_eps − shift[c]) over the rows of a
+/// tile, in row order.
+template <class S>
+KOKKOS_FORCEINLINE_FUNCTION void column_sum_tile(const S* cost, std::int64_t ld, std::int64_t r0, std::int64_t r1,
+                                            std::int64_t k0, std::int64_t width, const S* log_u, S inv_eps,
+                                            const S* shift, S* acc) {
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const S* row = cost + i * ld + k0;
+    const S u = log_u[i];
+    for (std::int64_t c = 0; c < width; ++c) acc[c] += ot::fast_exp(u - row[c] * inv_eps - shift[c]);
+  }
+}
+
+/// One row of the momentum step T ← (1−α)·T + α·exp(u − Λ/ε + v); out receives
+/// the row's new mass Σ T, cost Σ Λ·T and change Σ (ΔT)².
+template <class S>
+KOKKOS_FORCEINLINE_FUNCTION void momentum_row(const S* cost, S* t, const S* v, std::int64_t k_count, S u, S inv_eps,
+                                         S alpha, double* out) {
+  const S keep = S(1) - alpha;
+  double mass[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double lin[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double change[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::int64_t k = 0;
+  for (; k + lanes <= k_count; k += lanes)
+    KOTML_GW_UNROLL
+    for (int l = 0; l < lanes; ++l) {
+      const S fresh = ot::fast_exp(u - cost[k + l] * inv_eps + v[k + l]);
+      const S old = t[k + l];
+      const S updated = keep * old + alpha * fresh;
+      t[k + l] = updated;
+      const double delta = static_cast<double>(updated) - static_cast<double>(old);
+      mass[l] += static_cast<double>(updated);
+      lin[l] += static_cast<double>(cost[k + l]) * static_cast<double>(updated);
+      change[l] += delta * delta;
+    }
+  double m = lane_total(mass), c = lane_total(lin), d = lane_total(change);
+  for (; k < k_count; ++k) {
+    const S fresh = ot::fast_exp(u - cost[k] * inv_eps + v[k]);
+    const S old = t[k];
+    const S updated = keep * old + alpha * fresh;
+    t[k] = updated;
+    const double delta = static_cast<double>(updated) - static_cast<double>(old);
+    m += static_cast<double>(updated);
+    c += static_cast<double>(cost[k]) * static_cast<double>(updated);
+    d += delta * delta;
+  }
+  out[0] = m;
+  out[1] = c;
+  out[2] = d;
 }
 
 // -------------------------------------------------------------- distances → Λ
@@ -169,8 +246,13 @@ S row_update(ConstMat<S> lambda, Vec<S> log_v, Vec<S> log_a, Vec<S> a, S inv_eps
   Kokkos::parallel_reduce(
       "kotml::gw::sinkhorn_rows", Kokkos::RangePolicy<ExecSpace>(0, lambda.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i, S& worst) {
+#ifdef KOTML_GW_DEVICE_PASS
         const S lse = row_log_sum_exp(&lambda(i, 0), log_v.data(), k_count, inv_eps,
                                       log_v(k_count) + slack_scaled);
+#else
+        const S lse = row_log_sum_exp_host(&lambda(i, 0), log_v.data(), k_count, inv_eps,
+                                           log_v(k_count) + slack_scaled);
+#endif
         new_u(i) = log_a(i) - lse;
         if (check) {
           const S e = kmath::fabs(kmath::exp(old_u(i) + lse) - a(i));
@@ -233,11 +315,11 @@ void column_max(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec
         const std::int64_t width = k0 + column_chunk < k_count ? column_chunk : k_count - k0;
         S top[column_chunk];
         for (std::int64_t c = 0; c < width; ++c) top[c] = -kmath::infinity<S>();
-        for (std::int64_t i = r0; i < r1; ++i) {
-          const S* cost = &lambda(i, k0);
-          const S u = log_u(i);
-          for (std::int64_t c = 0; c < width; ++c) top[c] = larger(top[c], u - cost[c] * inv_eps);
-        }
+#ifdef KOTML_GW_DEVICE_PASS
+        column_max_tile(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, top);
+#else
+        column_max_tile_host(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, top);
+#endif
         for (std::int64_t c = 0; c < width; ++c) Kokkos::atomic_fetch_max(&col_max(k0 + c), top[c]);
       });
 }
@@ -281,16 +363,15 @@ void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Ve
         const std::int64_t width = k0 + column_chunk < k_count ? column_chunk : k_count - k0;
         S acc[column_chunk];
         S shift[column_chunk];
-        for (std::int64_t c = 0; c < width; ++c) {
+        for (std::int64_t c = 0; c < column_chunk; ++c) {
           acc[c] = S(0);
-          shift[c] = col_max(k0 + c);
+          shift[c] = c < width ? col_max(k0 + c) : S(0);
         }
-        for (std::int64_t i = r0; i < r1; ++i) {
-          const S* cost = &lambda(i, k0);
-          const S u = log_u(i);
-          for (std::int64_t c = 0; c < width; ++c)
-            acc[c] += ot::fast_exp(u - cost[c] * inv_eps - shift[c]);
-        }
+#ifdef KOTML_GW_DEVICE_PASS
+        column_sum_tile(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
+#else
+        column_sum_tile_host(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
+#endif
         for (std::int64_t c = 0; c < width; ++c)
           Kokkos::atomic_fetch_add(&fixed(k0 + c),
                                    static_cast<std::int64_t>(static_cast<double>(acc[c]) * fixed_scale + 0.5));
@@ -358,43 +439,18 @@ void momentum_update(ConstMat<S> lambda, Mat<S> plan, Vec<S> log_u, Vec<S> log_v
                      Kokkos::View<double*, MemSpace> row_mass, Kokkos::View<double*, MemSpace> row_cost,
                      Kokkos::View<double*, MemSpace> row_change) {
   const std::int64_t k_count = plan.extent(1);
-  const S keep = S(1) - alpha;
   Kokkos::parallel_for(
       "kotml::gw::momentum_update", Kokkos::RangePolicy<ExecSpace>(0, plan.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i) {
-        const S u = log_u(i);
-        const S* cost = &lambda(i, 0);
-        S* t = &plan(i, 0);
-        const S* v = log_v.data();
-        double mass[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
-        double lin[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
-        double change[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
-        std::int64_t k = 0;
-        for (; k + lanes <= k_count; k += lanes)
-          for (int l = 0; l < lanes; ++l) {
-            const S fresh = ot::fast_exp(u - cost[k + l] * inv_eps + v[k + l]);
-            const S old = t[k + l];
-            const S updated = keep * old + alpha * fresh;
-            t[k + l] = updated;
-            const double delta = static_cast<double>(updated) - static_cast<double>(old);
-            mass[l] += static_cast<double>(updated);
-            lin[l] += static_cast<double>(cost[k + l]) * static_cast<double>(updated);
-            change[l] += delta * delta;
-          }
-        double m = lane_total(mass), c = lane_total(lin), d = lane_total(change);
-        for (; k < k_count; ++k) {
-          const S fresh = ot::fast_exp(u - cost[k] * inv_eps + v[k]);
-          const S old = t[k];
-          const S updated = keep * old + alpha * fresh;
-          t[k] = updated;
-          const double delta = static_cast<double>(updated) - static_cast<double>(old);
-          m += static_cast<double>(updated);
-          c += static_cast<double>(cost[k]) * static_cast<double>(updated);
-          d += delta * delta;
-        }
-        row_mass(i) = m;
-        row_cost(i) = c;
-        row_change(i) = d;
+        double sums[3];
+#ifdef KOTML_GW_DEVICE_PASS
+        momentum_row(&lambda(i, 0), &plan(i, 0), log_v.data(), k_count, log_u(i), inv_eps, alpha, sums);
+#else
+        momentum_row_host(&lambda(i, 0), &plan(i, 0), log_v.data(), k_count, log_u(i), inv_eps, alpha, sums);
+#endif
+        row_mass(i) = sums[0];
+        row_cost(i) = sums[1];
+        row_change(i) = sums[2];
       });
 }
 

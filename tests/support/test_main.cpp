@@ -2,6 +2,7 @@
 // Rank 0 prints the usual GoogleTest report; other ranks print only their
 // failures, tagged with the rank, so a 3-rank run stays readable.
 
+#include "kotml/core/blas_threads.hpp"
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -33,6 +34,7 @@ int main(int argc, char* argv[]) {
   int result = 0;
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
+    kotml::use_one_blas_thread();
     ::testing::InitGoogleTest(&argc, argv);
     if (rank != 0) {
       auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
