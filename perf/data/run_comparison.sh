@@ -7,17 +7,8 @@
 # it. KOTML_PERF_PYTHON=/path/to/python uses an existing interpreter instead.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
 build="${1:?usage: perf/data/run_comparison.sh BUILD_DIR [options]}"
 shift
-python="${KOTML_PERF_PYTHON:-}"
-if [[ -z "$python" ]]; then
-  venv="$root/perf/.venv"
-  if [[ ! -x "$venv/bin/python" ]]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --upgrade pip
-  fi
-  "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
-  python="$venv/bin/python"
-fi
+source "$here/../support/peer_python.sh"
+python="$(peer_python "$here/requirements.txt")"
 exec "$python" "$here/compare_prep.py" --build "$build" "$@"

@@ -9,18 +9,8 @@
 # first use; KOTML_PERF_PYTHON=/path/to/python uses an existing interpreter.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
 build="${1:?usage: perf/gw/run_comparison.sh BUILD_DIR [options]}"
 shift
-python="${KOTML_PERF_PYTHON:-}"
-if [[ -z "$python" ]]; then
-  venv="$root/perf/.venv"
-  [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
-  if ! "$venv/bin/python" -c "import torchgw, sklearn, h5py" 2>/dev/null; then
-    "$venv/bin/pip" install --quiet --upgrade pip
-    "$venv/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu
-    "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
-  fi
-  python="$venv/bin/python"
-fi
+source "$here/../support/peer_python.sh"
+python="$(peer_python "$here/requirements.txt" torch)"
 exec "$python" "$here/compare_gw.py" --build "$build" "$@"
