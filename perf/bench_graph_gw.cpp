@@ -24,13 +24,7 @@ using namespace kotml;
 
 namespace {
 
-Matrix<double> device_points(const gw::Manifold& m) {
-  Matrix<double> x("points", m.n, m.dims);
-  auto h = Kokkos::create_mirror_view(x);
-  for (std::size_t f = 0; f < m.points.size(); ++f) h.data()[f] = m.points[f];
-  Kokkos::deep_copy(x, h);
-  return x;
-}
+using gw::device_points;
 
 void BM_KnnGraph(benchmark::State& state) {
   const auto cloud = gw::swiss_roll(state.range(0));

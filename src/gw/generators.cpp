@@ -49,4 +49,12 @@ Manifold curve(std::int64_t n, std::uint64_t seed, bool with_depth) {
 Manifold spiral(std::int64_t n, std::uint64_t seed) { return curve(n, seed, false); }
 Manifold swiss_roll(std::int64_t n, std::uint64_t seed) { return curve(n, seed, true); }
 
+Matrix<double> device_points(const Manifold& cloud) {
+  Matrix<double> x("kotml::gw::cloud_points", cloud.n, cloud.dims);
+  auto h = Kokkos::create_mirror_view(x);
+  for (std::size_t f = 0; f < cloud.points.size(); ++f) h.data()[f] = cloud.points[f];
+  Kokkos::deep_copy(x, h);
+  return x;
+}
+
 }  // namespace kotml::gw

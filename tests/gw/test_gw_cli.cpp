@@ -28,14 +28,6 @@ std::vector<std::string> args(std::vector<std::string> head, const std::vector<s
   return head;
 }
 
-Matrix<double> device_points(const gw::Manifold& m) {
-  Matrix<double> x("points", m.n, m.dims);
-  auto h = Kokkos::create_mirror_view(x);
-  for (std::size_t f = 0; f < m.points.size(); ++f) h.data()[f] = m.points[f];
-  Kokkos::deep_copy(x, h);
-  return x;
-}
-
 /// pair.h5 with /x (spiral 120) and /y (Swiss roll 150), and their all-pairs
 /// geodesics as /dist_x, /dist_y (float32) when asked.
 void write_pair(const std::string& path, bool with_distances) {

@@ -18,14 +18,6 @@ using namespace kotml::gw;
 
 namespace {
 
-Matrix<double> device_points(const Manifold& m) {
-  Matrix<double> x("points", m.n, m.dims);
-  auto h = Kokkos::create_mirror_view(x);
-  for (std::size_t f = 0; f < m.points.size(); ++f) h.data()[f] = m.points[f];
-  Kokkos::deep_copy(x, h);
-  return x;
-}
-
 std::unique_ptr<DistanceProvider> provider(DistanceMode mode, const graph::CsrGraph<MemSpace>& g,
                                            const dist::Comm& comm) {
   switch (mode) {

@@ -21,14 +21,6 @@ using namespace kotml::gw;
 
 namespace {
 
-Matrix<double> device_points(const Manifold& m) {
-  Matrix<double> x("points", m.n, m.dims);
-  auto h = Kokkos::create_mirror_view(x);
-  for (std::size_t f = 0; f < m.points.size(); ++f) h.data()[f] = m.points[f];
-  Kokkos::deep_copy(x, h);
-  return x;
-}
-
 struct Benchmark {
   Manifold src = spiral(400), tgt = swiss_roll(500);
   graph::CsrGraph<MemSpace> gs, gt;

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kotml/core/types.hpp"
+
 namespace kotml::gw {
 
 struct Manifold {
@@ -25,5 +27,8 @@ struct Manifold {
 Manifold spiral(std::int64_t n, std::uint64_t seed = 0);
 /// 3-D Swiss roll with K points (TorchGW uses seed 1).
 Manifold swiss_roll(std::int64_t n, std::uint64_t seed = 1);
+
+/// The cloud's points as an n × dims View in device memory.
+Matrix<double> device_points(const Manifold& cloud);
 
 }  // namespace kotml::gw
