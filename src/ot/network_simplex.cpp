@@ -452,8 +452,9 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
                          EmdCosts<T>{blocks, slots, cost_buffer, active_device, clouds.points(), norms, cost});
 
     // Largest problems first, so that the dynamic schedule ends evenly.
+    const std::int64_t chunk_begin = first;  // lambdas capture structured bindings only from C++20
     std::stable_sort(members.begin(), members.end(), [&](std::int64_t x, std::int64_t y) {
-      return arcs_of(first + x) > arcs_of(first + y);
+      return arcs_of(chunk_begin + x) > arcs_of(chunk_begin + y);
     });
     const auto order = device_copy_of<Vector<std::int64_t>>(members, "kotml::ot::emd_order");
     Kokkos::parallel_for("kotml::ot::emd_solve",
@@ -479,7 +480,8 @@ namespace {
 
 struct DenseCost {
   const HostMatrix<const double>* C;
-  double operator()(std::int32_t i, std::int32_t j) const { return (*C)(i, j); }
+  // Host-only data, but callable from the shared (host and device) simplex code.
+  KOKKOS_INLINE_FUNCTION double operator()(std::int32_t i, std::int32_t j) const { return (*C)(i, j); }
 };
 
 }  // namespace

@@ -50,8 +50,9 @@ void check_cost(Cost kind, int d, double rel_tol) {
       else
         EXPECT_LE(std::fabs(got(i, j) - want(i, j)), rel_tol * want(i, j)) << i << "," << j;
     }
-  if (kind != Cost::cosine)
+  if (kind != Cost::cosine) {
     for (std::int64_t i = 0; i < 5; ++i) EXPECT_EQ(got(i, i), 0.0);
+  }
 }
 
 TEST(Cost, DirectFormMatchesReferenceExactly) {

@@ -45,7 +45,7 @@ KOKKOS_INLINE_FUNCTION constexpr std::uint64_t stream_key(std::uint64_t seed, Pu
 
 class Stream {
  public:
-  KOKKOS_INLINE_FUNCTION Stream() = default;
+  Stream() = default;  // defaulted: host and device alike, without annotations
   KOKKOS_INLINE_FUNCTION Stream(std::uint64_t seed, Purpose purpose, std::uint64_t index,
                                 std::uint64_t position = 0)
       : key_(stream_key(seed, purpose, index)), position_(position) {}
