@@ -33,16 +33,6 @@ using ConstMat = Kokkos::View<const S**, Kokkos::LayoutRight, MemSpace>;
 using Fixed = Kokkos::View<std::int64_t*, MemSpace>;
 
 constexpr int lanes = 8;
-
-// The lane loops must become straight-line SIMD code at -O2 too (the CI build),
-// where GCC leaves short loops rolled.
-#if defined(__CUDACC__) || defined(__clang__)
-#define KOTML_GW_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define KOTML_GW_UNROLL _Pragma("GCC unroll 8")
-#else
-#define KOTML_GW_UNROLL
-#endif
 constexpr std::int64_t column_chunk = 32;
 
 template <class S>
@@ -59,13 +49,12 @@ KOKKOS_FORCEINLINE_FUNCTION S lane_total(const S* acc) {
 /// log Σ_k exp(log_v[k] − cost[k]·inv_eps) + one extra term, in two passes
 /// (max, then sum of exp(x − max)) over one row.
 template <class S>
-KOKKOS_FORCEINLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int64_t count,
-                                         S inv_eps, S extra) {
+KOKKOS_FORCEINLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int64_t count, S inv_eps,
+                                              S extra) {
   S top[lanes];
   for (int l = 0; l < lanes; ++l) top[l] = extra;
   std::int64_t k = 0;
   for (; k + lanes <= count; k += lanes)
-    KOTML_GW_UNROLL
     for (int l = 0; l < lanes; ++l) top[l] = larger(top[l], log_v[k + l] - cost[k + l] * inv_eps);
   S m = extra;
   for (int l = 0; l < lanes; ++l) m = larger(m, top[l]);
@@ -73,7 +62,6 @@ KOKKOS_FORCEINLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std
   S acc[lanes];
   for (int l = 0; l < lanes; ++l) acc[l] = S(0);
   for (k = 0; k + lanes <= count; k += lanes)
-    KOTML_GW_UNROLL
     for (int l = 0; l < lanes; ++l) acc[l] += ot::fast_exp(log_v[k + l] - cost[k + l] * inv_eps - m);
   S s = lane_total(acc) + ot::fast_exp(extra - m);
   for (std::int64_t t = k; t < count; ++t) s += ot::fast_exp(log_v[t] - cost[t] * inv_eps - m);
@@ -83,9 +71,9 @@ KOKKOS_FORCEINLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std
 /// top[c] = max over rows r0 ≤ i < r1 of log_u[i] − cost(i, k0+c)·inv_eps, for
 /// c < width, starting from the values in top.
 template <class S>
-KOKKOS_FORCEINLINE_FUNCTION void column_max_tile(const S* cost, std::int64_t ld, std::int64_t r0, std::int64_t r1,
-                                            std::int64_t k0, std::int64_t width, const S* log_u, S inv_eps,
-                                            S* top) {
+KOKKOS_FORCEINLINE_FUNCTION void column_max_tile(const S* cost, std::int64_t ld, std::int64_t r0,
+                                                 std::int64_t r1, std::int64_t k0, std::int64_t width,
+                                                 const S* log_u, S inv_eps, S* top) {
   for (std::int64_t i = r0; i < r1; ++i) {
     const S* row = cost + i * ld + k0;
     const S u = log_u[i];
@@ -96,9 +84,9 @@ KOKKOS_FORCEINLINE_FUNCTION void column_max_tile(const S* cost, std::int64_t ld,
 /// acc[c] += exp(log_u[i] − cost(i, k0+c)·inv_eps − shift[c]) over the rows of a
 /// tile, in row order.
 template <class S>
-KOKKOS_FORCEINLINE_FUNCTION void column_sum_tile(const S* cost, std::int64_t ld, std::int64_t r0, std::int64_t r1,
-                                            std::int64_t k0, std::int64_t width, const S* log_u, S inv_eps,
-                                            const S* shift, S* acc) {
+KOKKOS_FORCEINLINE_FUNCTION void column_sum_tile(const S* cost, std::int64_t ld, std::int64_t r0,
+                                                 std::int64_t r1, std::int64_t k0, std::int64_t width,
+                                                 const S* log_u, S inv_eps, const S* shift, S* acc) {
   for (std::int64_t i = r0; i < r1; ++i) {
     const S* row = cost + i * ld + k0;
     const S u = log_u[i];
@@ -109,15 +97,14 @@ KOKKOS_FORCEINLINE_FUNCTION void column_sum_tile(const S* cost, std::int64_t ld,
 /// One row of the momentum step T ← (1−α)·T + α·exp(u − Λ/ε + v); out receives
 /// the row's new mass Σ T, cost Σ Λ·T and change Σ (ΔT)².
 template <class S>
-KOKKOS_FORCEINLINE_FUNCTION void momentum_row(const S* cost, S* t, const S* v, std::int64_t k_count, S u, S inv_eps,
-                                         S alpha, double* out) {
+KOKKOS_FORCEINLINE_FUNCTION void momentum_row(const S* cost, S* t, const S* v, std::int64_t k_count, S u,
+                                              S inv_eps, S alpha, double* out) {
   const S keep = S(1) - alpha;
   double mass[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
   double lin[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
   double change[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
   std::int64_t k = 0;
   for (; k + lanes <= k_count; k += lanes)
-    KOTML_GW_UNROLL
     for (int l = 0; l < lanes; ++l) {
       const S fresh = ot::fast_exp(u - cost[k + l] * inv_eps + v[k + l]);
       const S old = t[k + l];
@@ -296,6 +283,7 @@ S slack_row_lse(Vec<S> log_v, S slack_scaled, double fixed_scale) {
 template <class S>
 void column_max(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec<S> col_max) {
   const std::int64_t rows = lambda.extent(0), k_count = lambda.extent(1);
+  const auto ld = static_cast<std::int64_t>(lambda.stride(0));
   const std::int64_t tiles = (rows + plan_row_tile - 1) / plan_row_tile;
   const std::int64_t chunks = (k_count + column_chunk - 1) / column_chunk + 1;  // + slack column
   Kokkos::deep_copy(col_max, -kmath::infinity<S>());
@@ -316,9 +304,9 @@ void column_max(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec
         S top[column_chunk];
         for (std::int64_t c = 0; c < width; ++c) top[c] = -kmath::infinity<S>();
 #ifdef KOTML_GW_DEVICE_PASS
-        column_max_tile(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, top);
+        column_max_tile(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, top);
 #else
-        column_max_tile_host(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, top);
+        column_max_tile_host(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, top);
 #endif
         for (std::int64_t c = 0; c < width; ++c) Kokkos::atomic_fetch_max(&col_max(k0 + c), top[c]);
       });
@@ -342,6 +330,7 @@ template <class S>
 void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec<S> col_max,
                  double fixed_scale, Fixed fixed) {
   const std::int64_t rows = lambda.extent(0), k_count = lambda.extent(1);
+  const auto ld = static_cast<std::int64_t>(lambda.stride(0));
   const std::int64_t tiles = (rows + plan_row_tile - 1) / plan_row_tile;
   const std::int64_t chunks = (k_count + column_chunk - 1) / column_chunk + 1;
   Kokkos::deep_copy(fixed, std::int64_t(0));
@@ -368,9 +357,9 @@ void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Ve
           shift[c] = c < width ? col_max(k0 + c) : S(0);
         }
 #ifdef KOTML_GW_DEVICE_PASS
-        column_sum_tile(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
+        column_sum_tile(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
 #else
-        column_sum_tile_host(lambda.data(), std::int64_t(lambda.stride(0)), r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
+        column_sum_tile_host(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
 #endif
         for (std::int64_t c = 0; c < width; ++c)
           Kokkos::atomic_fetch_add(&fixed(k0 + c),
