@@ -17,13 +17,15 @@ principal angle between the first min(20, K) components.
 
 import argparse
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from machine import describe_machine  # noqa: E402
 
 sys.modules["zarr"] = None  # anndata 0.11.4 refuses zarr >= 3; no zarr is used here
 
@@ -60,19 +62,6 @@ def timed(fn, repeats):
     return statistics.median(walls), statistics.median(cpus)
 
 
-def machine():
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{platform.node()}: {cpu}, {os.cpu_count()} logical cores"
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True, help="build directory with src/kotml")
@@ -98,7 +87,7 @@ def main():
                            check=True, capture_output=True, env=env)
             cases.append((f"scrna {2 * donors * cells}x{genes}", path, top, 50))
 
-        print(f"machine: {machine()}; threads per tool: {threads}; median of {args.repeats} runs")
+        print(f"machine: {describe_machine()}; threads per tool: {threads}; median of {args.repeats} runs")
         print("| input | HVG | PCs | kotml wall (s) | scanpy wall (s) | scanpy/kotml wall | kotml CPU (s) | scanpy CPU (s) "
               "| same HVG set | max angle, first 20 PCs (rad) |")
         print("|---|---|---|---|---|---|---|---|---|---|")

@@ -31,10 +31,12 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from machine import describe_machine  # noqa: E402
 
 _find_spec = importlib.util.find_spec
 
@@ -58,19 +60,6 @@ CASES = {
     "scrna-emd": ("scrna60.h5ad", 250, True, 5, 2, 0.0),
     "scrna-sinkhorn": ("scrna60.h5ad", 250, True, 5, 2, 0.5),
 }
-
-
-def machine():
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} logical CPUs, load average {os.getloadavg()[0]:.1f}"
 
 
 def run(cmd, **kw):
@@ -170,7 +159,7 @@ def main():
     folder = os.path.abspath(os.path.join(args.build, "perf", "ggml"))
     make_inputs(kotml, folder)
     version, _ = run([kotml, "--version"])
-    print(f"machine: {machine()}\nkotml: {version.splitlines()[0]}; {version.splitlines()[1]}")
+    print(f"machine: {describe_machine()}\nkotml: {version.splitlines()[0]}; {version.splitlines()[1]}")
     print(f"epochs per split: {args.epochs}, no early stop on either side; GGML-OT on 1 thread\n")
     rows = []
     for case in args.cases.split(","):

@@ -25,13 +25,15 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import re
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from machine import describe_machine  # noqa: E402
 
 import h5py
 import numpy as np
@@ -41,18 +43,6 @@ from scipy.sparse.csgraph import dijkstra
 from scipy.stats import spearmanr
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def machine():
-    model = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.node()}: {model}, {os.cpu_count()} logical CPUs"
 
 
 def curve(n, seed, roll, dtype=np.float64):
@@ -155,7 +145,7 @@ def section_apsp(args, kotml, bench, work):
                          f"{kernel:.2f}", f"{kernel_cpu:.2f}", f"{inner:.2f}", f"{wall:.2f}",
                          f"{float(np.median(cpus)):.2f}", f"{t_scipy / kernel:.1f}x",
                          f"{t_scipy / inner:.1f}x", f"{diff:.1e}"])
-    table(f"All-pairs Dijkstra, k=5 kNN graphs ({machine()}, scipy {scipy.__version__})",
+    table(f"All-pairs Dijkstra, k=5 kNN graphs ({describe_machine()}, scipy {scipy.__version__})",
           ["graph", "nodes", "edges", "scipy wall s", "scipy cpu s", "threads", "kotml kernel wall s",
            "kotml kernel cpu s", "kotml apsp s", "kotml process wall s", "kotml process cpu s",
            "kernel speed-up (wall)", "apsp speed-up (wall)", "max |diff|"], rows)
@@ -220,7 +210,7 @@ def section_gw(args, kotml, work):
                          f"{t_kotml:.2f}", f"{t_inside:.2f}", f"{c_kotml:.1f}", it_kotml, f"{rho_kotml:.4f}",
                          f"{t_tgw / t_kotml:.1f}x", f"{t_tgw / t_inside:.1f}x",
                          f"{(t_tgw / it_tgw) / (t_inside / it_kotml):.1f}x"])
-    table(f"Sampled GW, spiral → Swiss roll ({machine()})",
+    table(f"Sampled GW, spiral → Swiss roll ({describe_machine()})",
           ["problem", "threads", "torchgw s", "torchgw cpu s", "torchgw iters", "torchgw |rho|",
            "kotml process wall s", "kotml setup+solve s", "kotml cpu s", "kotml iters", "kotml |rho|",
            "speed-up (process)", "speed-up (setup+solve)", "speed-up per iteration"], rows)
@@ -268,7 +258,7 @@ def section_snare(args, kotml, work):
         f_kotml = foscttm(barycentric(Tk, atac), atac)
         rows.append([threads, args.snare_k, m, args.snare_epsilon, f"{t_tgw:.2f}", log["n_iter"],
                      f"{f_tgw:.4f}", f"{wall:.2f}", iters, f"{f_kotml:.4f}"])
-    table(f"SNARE-seq RNA → ATAC, {n} cells, FOSCTTM (lower is better; random ≈ 0.5) ({machine()})",
+    table(f"SNARE-seq RNA → ATAC, {n} cells, FOSCTTM (lower is better; random ≈ 0.5) ({describe_machine()})",
           ["threads", "k", "M", "epsilon", "torchgw s", "torchgw iters", "torchgw FOSCTTM",
            "kotml s", "kotml iters", "kotml FOSCTTM"], rows)
 
