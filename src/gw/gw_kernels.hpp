@@ -233,7 +233,7 @@ S row_update(ConstMat<S> lambda, Vec<S> log_v, Vec<S> log_a, Vec<S> a, S inv_eps
   Kokkos::parallel_reduce(
       "kotml::gw::sinkhorn_rows", Kokkos::RangePolicy<ExecSpace>(0, lambda.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i, S& worst) {
-#ifdef KOTML_GW_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
         const S lse = row_log_sum_exp(&lambda(i, 0), log_v.data(), k_count, inv_eps,
                                       log_v(k_count) + slack_scaled);
 #else
@@ -303,7 +303,7 @@ void column_max(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec
         const std::int64_t width = k0 + column_chunk < k_count ? column_chunk : k_count - k0;
         S top[column_chunk];
         for (std::int64_t c = 0; c < width; ++c) top[c] = -kmath::infinity<S>();
-#ifdef KOTML_GW_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
         column_max_tile(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, top);
 #else
         column_max_tile_host(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, top);
@@ -356,7 +356,7 @@ void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Ve
           acc[c] = S(0);
           shift[c] = c < width ? col_max(k0 + c) : S(0);
         }
-#ifdef KOTML_GW_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
         column_sum_tile(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
 #else
         column_sum_tile_host(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
@@ -432,7 +432,7 @@ void momentum_update(ConstMat<S> lambda, Mat<S> plan, Vec<S> log_u, Vec<S> log_v
       "kotml::gw::momentum_update", Kokkos::RangePolicy<ExecSpace>(0, plan.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i) {
         double sums[3];
-#ifdef KOTML_GW_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
         momentum_row(&lambda(i, 0), &plan(i, 0), log_v.data(), k_count, log_u(i), inv_eps, alpha, sums);
 #else
         momentum_row_host(&lambda(i, 0), &plan(i, 0), log_v.data(), k_count, log_u(i), inv_eps, alpha, sums);

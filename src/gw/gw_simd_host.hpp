@@ -10,10 +10,6 @@
 
 #include <cstdint>
 
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
-#define KOTML_GW_DEVICE_PASS 1
-#endif
-
 namespace kotml::gw::detail {
 
 /// log( Σ_k exp(log_v[k] − cost[k]·inv_eps) + exp(extra) ).

@@ -6,17 +6,10 @@
 #include <cmath>
 
 #include "kotml/ot/fast_exp.hpp"
+#include "unroll.hpp"
 
 namespace kotml::ot::detail {
 namespace {
-
-#if defined(__GNUC__) && !defined(__clang__)
-#define KOTML_OT_UNROLL _Pragma("GCC unroll 8")
-#elif defined(__clang__)
-#define KOTML_OT_UNROLL _Pragma("unroll")
-#else
-#define KOTML_OT_UNROLL
-#endif
 
 template <class T>
 __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const double* __restrict x,

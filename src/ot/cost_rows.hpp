@@ -54,7 +54,7 @@ KOKKOS_INLINE_FUNCTION double cost_row(const Member& team, Cost kind, const Matr
   const int dim = static_cast<int>(points.extent(1));
   const bool cosine = kind == Cost::cosine;
   const double norm_x = cosine ? norms(x) : 0.0;
-#ifdef KOTML_OT_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
   double sum = 0;
   Kokkos::parallel_reduce(
       Kokkos::ThreadVectorRange(team, count),

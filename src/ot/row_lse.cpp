@@ -7,16 +7,7 @@
 #include <limits>
 
 #include "row_lse.hpp"
-
-// The fixed-length lane loops below must become straight-line SIMD code even at
-// -O2, where GCC leaves short loops rolled.
-#if defined(__GNUC__) && !defined(__clang__)
-#define KOTML_OT_UNROLL _Pragma("GCC unroll 16")
-#elif defined(__clang__)
-#define KOTML_OT_UNROLL _Pragma("unroll")
-#else
-#define KOTML_OT_UNROLL
-#endif
+#include "unroll.hpp"
 
 namespace kotml::ot::detail {
 namespace {

@@ -32,10 +32,6 @@ float row_lse_host(const float* c, const float* h, std::int64_t m, float s, floa
 double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan);
 double row_transport_host(const float* c, const float* h, std::int64_t m, float s, float own, float* plan);
 
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
-#define KOTML_OT_DEVICE_PASS 1
-#endif
-
 /// The portable version: the row is split over the vector lanes of the calling
 /// team thread (GPUs). Also compiled for host backends, where the tests check it.
 template <class Member, class T>
@@ -59,7 +55,7 @@ KOKKOS_INLINE_FUNCTION T row_lse_lanes(const Member& team, const T* c, const T* 
 /// Called by one team thread for one row; `shift` is the guess of the result.
 template <class Member, class T>
 KOKKOS_INLINE_FUNCTION T row_lse(const Member& team, const T* c, const T* h, std::int64_t m, T s, T shift) {
-#ifdef KOTML_OT_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
   (void)shift;
   return row_lse_lanes(team, c, h, m, s);
 #else

@@ -88,7 +88,7 @@ struct CostLines {
         Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
         [&](const std::int64_t i) {
           T* row = base ? base + i * length : nullptr;
-#ifdef KOTML_OT_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
           const double total = detail::cost_row(
               team, kind, points, line_point(slot) + i, Consecutive{other_point(slot)}, length, norms,
               [&](const std::int64_t j, const double v) {

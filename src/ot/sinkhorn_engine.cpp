@@ -295,7 +295,7 @@ struct EvaluateLines {
           const T value = row_lse(team, c, h, length, inv_epsilon, guess);
           double part = 0;
           if (with_cost) {
-#ifdef KOTML_OT_DEVICE_PASS
+#ifdef KOTML_DEVICE_PASS
             Kokkos::parallel_reduce(
                 Kokkos::ThreadVectorRange(team, length),
                 [&](const std::int64_t j, double& local) {
@@ -346,7 +346,7 @@ struct LineGradients {
             const T own = scaled(at + i);
             const std::int64_t r = at + i;
             const std::int64_t x = line_point(slot) + i;
-#ifndef KOTML_OT_DEVICE_PASS
+#ifndef KOTML_DEVICE_PASS
             if (points_t.extent(0) > 0) {
               const auto stride = static_cast<std::int64_t>(points_t.extent(1));
               row_gradient_host(c, h, length, inv_epsilon, own, squared, points_t.data() + x,

@@ -6,6 +6,12 @@
 
 #include <Kokkos_Core.hpp>
 
+// Defined while a GPU compiler translates device code. Kernel bodies that call
+// host-only SIMD helpers on CPU backends keep a portable loop under it.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
+#define KOTML_DEVICE_PASS 1
+#endif
+
 namespace kotml::kmath {
 
 #if KOKKOS_VERSION >= 30700
