@@ -15,7 +15,8 @@ template <class T>
 __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const double* __restrict x,
                                                            const double* __restrict yt, std::int64_t stride,
                                                            int dim, std::int64_t count, double norm_x,
-                                                           const double* norms_y, T* __restrict out) {
+                                                           const double* norms_y, T* __restrict out,
+                                                           bool summed) {
   // x lives in the same transposed pool: coordinate k at x[k·stride].
   constexpr int lanes = 8;
   const bool cosine = kind == Cost::cosine;
@@ -48,11 +49,23 @@ __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const dou
         }
       }
     }
-    for (int l = 0; l < lanes; ++l) {
-      const double v = finish(acc[l], j + l);
-      if (out) out[j + l] = static_cast<T>(v);
-      sum += v;
+    // Finished lane-wise into an array first, so the square roots run as one
+    // vector instruction; only the ordered sum is serial.
+    double value[lanes];
+    if (cosine) {
+      for (int l = 0; l < lanes; ++l) value[l] = finish(acc[l], j + l);
+    } else if (kind == Cost::sqeuclidean) {
+      for (int l = 0; l < lanes; ++l) value[l] = acc[l];
+    } else {
+      KOTML_OT_UNROLL
+      for (int l = 0; l < lanes; ++l) value[l] = std::sqrt(acc[l]);
     }
+    if (out) {
+      KOTML_OT_UNROLL
+      for (int l = 0; l < lanes; ++l) out[j + l] = static_cast<T>(value[l]);
+    }
+    if (summed)
+      for (int l = 0; l < lanes; ++l) sum += value[l];
   }
   for (; j < count; ++j) {
     double acc = 0;
@@ -66,7 +79,7 @@ __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const dou
     }
     const double v = finish(acc, j);
     if (out) out[j] = static_cast<T>(v);
-    sum += v;
+    if (summed) sum += v;
   }
   return sum;
 }
@@ -81,14 +94,14 @@ __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const dou
 
 KOTML_OT_SIMD_CLONES
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
-                     std::int64_t count, double norm_x, const double* norms_y, float* out) {
-  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out);
+                     std::int64_t count, double norm_x, const double* norms_y, float* out, bool summed) {
+  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed);
 }
 
 KOTML_OT_SIMD_CLONES
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
-                     std::int64_t count, double norm_x, const double* norms_y, double* out) {
-  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out);
+                     std::int64_t count, double norm_x, const double* norms_y, double* out, bool summed) {
+  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed);
 }
 
 namespace {

@@ -25,12 +25,13 @@ namespace kotml::ot::detail {
 /// Host kernel on the transposed pool (coordinate k of pool row r at
 /// pool_t[k·stride + r]): costs from the point whose coordinates start at x to
 /// the `count` points whose coordinates start at yt (consecutive rows), written
-/// to out (converted; out may be null) and summed in column order. norms_y: the
-/// targets' norms (cosine only).
+/// to out (converted; out may be null) and, with `summed`, summed in column
+/// order (returns 0 otherwise: the ordered sum is a serial chain that costs as
+/// much as the costs). norms_y: the targets' norms (cosine only).
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
-                     std::int64_t count, double norm_x, const double* norms_y, float* out);
+                     std::int64_t count, double norm_x, const double* norms_y, float* out, bool summed);
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
-                     std::int64_t count, double norm_x, const double* norms_y, double* out);
+                     std::int64_t count, double norm_x, const double* norms_y, double* out, bool summed);
 
 /// Host kernel: the gradient of Σ_j P_j C_j with respect to one point x (line
 /// of a Sinkhorn plan: P_j = exp(own + h_j − s·c_j)), through C = ||x − y||

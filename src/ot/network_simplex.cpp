@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "kotml/core/error.hpp"
 #include "cost_rows.hpp"
@@ -155,6 +157,7 @@ struct EmdCosts {
   Vector<double> cost;
   Vector<const std::int32_t> active;
   Matrix<const T> points;
+  Matrix<const double> points_t;  // the pool, coordinate-major (host kernel)
   Vector<const double> norms;
   Cost kind;
 
@@ -167,19 +170,54 @@ struct EmdCosts {
     const std::int64_t source = slots(s, f_source_point);
     const std::int64_t target = slots(s, f_target_point);
     const auto target_of = [=](const std::int64_t j) { return target + cols[j]; };
+#ifndef KOTML_DEVICE_PASS
+    // Every target point active: the targets are consecutive pool rows, which
+    // the host SIMD kernel reads from the transposed pool.
+    const bool consecutive = m == slots(s, f_cols_all) && points_t.extent(0) > 0;
+#endif
     Kokkos::parallel_for(
         Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
         [&](const std::int64_t i) {
           double* row = base + i * m;
+#ifndef KOTML_DEVICE_PASS
+          if (consecutive) {
+            const std::int64_t stride = static_cast<std::int64_t>(points_t.extent(1));
+            const std::int64_t x = source + rows[i];
+            detail::cost_row_host(kind, points_t.data() + x, points_t.data() + target, stride,
+                                  static_cast<int>(points_t.extent(0)), m,
+                                  kind == Cost::cosine ? norms(x) : 0.0,
+                                  kind == Cost::cosine ? norms.data() + target : nullptr, row, false);
+            return;
+          }
+#endif
           detail::cost_row(team, kind, points, source + rows[i], target_of, m, norms,
                            [&](const std::int64_t j, const double v) { row[j] = v; });
         });
   }
 };
 
+/// Bytes of one problem's scratch in a team's scratch pad (host backends): the
+/// costs, the node arrays and the arc states, each rounded up to 8 bytes.
+inline std::size_t scratch_bytes(std::int64_t arcs, std::int64_t nodes) {
+  auto round = [](std::size_t b) { return (b + 7) / 8 * 8; };
+  return round(static_cast<std::size_t>(arcs) * sizeof(double)) +
+         3 * round(static_cast<std::size_t>(nodes) * sizeof(double)) +
+         10 * round(static_cast<std::size_t>(nodes) * sizeof(std::int32_t)) +
+         round(static_cast<std::size_t>(nodes)) + round(static_cast<std::size_t>(arcs));
+}
+
 /// Solves each slot's problem: supplies, warm or cold tree, pivots, results.
+///
+/// On GPUs one thread solves one problem on costs the EmdCosts kernel stored
+/// for the whole chunk. On host backends (the team operator) each one-thread
+/// team computes its problem's costs itself into its own scratch pad, right
+/// before the solve: the costs are then still in cache when the pricing scans
+/// them, and the scratch is one problem per thread, reused from launch to
+/// launch, instead of every problem of the batch.
 template <class T>
 struct EmdSolve {
+  using TeamMember = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>::member_type;
+
   Vector<const std::int64_t> order;  // slots, largest first
   SlotView slots;
   Vector<const double> cost;
@@ -195,6 +233,7 @@ struct EmdSolve {
   Vector<std::int64_t> out_iterations;
   Vector<double> plan_value, f, g;
   Matrix<const T> points;
+  Matrix<const double> points_t;  // the pool, coordinate-major (host costs)
   Vector<const double> norms;
   Cost kind;
 
@@ -202,6 +241,78 @@ struct EmdSolve {
     const std::int64_t s = order(k);
     const auto n = static_cast<std::int32_t>(slots(s, f_rows));
     const auto m = static_cast<std::int32_t>(slots(s, f_cols));
+    solve(s, nodes.at(slots(s, f_node_at), n, m, cost.data() + slots(s, f_arc_at), state.data() + slots(s, f_arc_at)));
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TeamMember& team) const {
+#ifndef KOTML_DEVICE_PASS
+    const std::int64_t s = order(team.league_rank());
+    const auto n = static_cast<std::int32_t>(slots(s, f_rows));
+    const auto m = static_cast<std::int32_t>(slots(s, f_cols));
+    const std::int64_t arcs = static_cast<std::int64_t>(n) * m, count = n + m + 1;
+    auto& pad = team.team_scratch(1);
+    auto take = [&](std::size_t bytes) { return pad.get_shmem((bytes + 7) / 8 * 8); };
+    SimplexWorkspace w;
+    w.n = n;
+    w.m = m;
+    auto* c = static_cast<double*>(take(static_cast<std::size_t>(arcs) * sizeof(double)));
+    w.cost = c;
+    auto reals = [&]() { return static_cast<double*>(take(static_cast<std::size_t>(count) * sizeof(double))); };
+    auto ints = [&]() {
+      return static_cast<std::int32_t*>(take(static_cast<std::size_t>(count) * sizeof(std::int32_t)));
+    };
+    w.supply = reals();
+    w.flow = reals();
+    w.pi = reals();
+    w.parent = ints();
+    w.thread = ints();
+    w.rev_thread = ints();
+    w.succ = ints();
+    w.last = ints();
+    w.stem = ints();
+    w.stem_last = ints();
+    w.stem_prev = ints();
+    w.stem_after = ints();
+    w.stem_succ = ints();
+    w.up = static_cast<std::int8_t*>(take(static_cast<std::size_t>(count)));
+    w.state = static_cast<std::int8_t*>(take(static_cast<std::size_t>(arcs)));
+    host_costs(s, c);
+    solve(s, w);
+#else
+    (void)team;
+#endif
+  }
+
+  /// The compact problem's costs, row by row (host only).
+  void host_costs(std::int64_t s, double* c) const {
+    const auto n = static_cast<std::int32_t>(slots(s, f_rows));
+    const auto m = static_cast<std::int32_t>(slots(s, f_cols));
+    const std::int32_t* rows = active.data() + slots(s, f_source_active);
+    const std::int32_t* cols = active.data() + slots(s, f_target_active);
+    const std::int64_t source = slots(s, f_source_point), target = slots(s, f_target_point);
+    const bool cosine = kind == Cost::cosine;
+    const int dim = static_cast<int>(points.extent(1));
+    // Every target active: consecutive pool rows, read by the SIMD kernel.
+    const bool consecutive = m == slots(s, f_cols_all);
+    const std::int64_t stride = static_cast<std::int64_t>(points_t.extent(1));
+    for (std::int32_t i = 0; i < n; ++i) {
+      const std::int64_t x = source + rows[i];
+      double* row = c + static_cast<std::int64_t>(i) * m;
+      if (consecutive) {
+        detail::cost_row_host(kind, points_t.data() + x, points_t.data() + target, stride, dim, m,
+                              cosine ? norms(x) : 0.0, cosine ? norms.data() + target : nullptr, row, false);
+      } else {
+        for (std::int32_t j = 0; j < m; ++j) {
+          const std::int64_t y = target + cols[j];
+          row[j] = ground_cost<double>(kind, &points(x, 0), &points(y, 0), dim, cosine ? norms(x) : 0.0,
+                                       cosine ? norms(y) : 0.0);
+        }
+      }
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void solve(const std::int64_t s, SimplexWorkspace w) const {
+    const std::int32_t n = w.n, m = w.m;
     const auto n_all = static_cast<std::int32_t>(slots(s, f_rows_all));
     const auto m_all = static_cast<std::int32_t>(slots(s, f_cols_all));
     const std::int64_t u = slots(s, f_problem);
@@ -211,8 +322,6 @@ struct EmdSolve {
     const std::int32_t* compact_col = compact.data() + slots(s, f_target_compact);
     const double* w_row = weights.data() + slots(s, f_source_weight);
     const double* w_col = weights.data() + slots(s, f_target_weight);
-    SimplexWorkspace w = nodes.at(slots(s, f_node_at), n, m, cost.data() + slots(s, f_arc_at),
-                                  state.data() + slots(s, f_arc_at));
 
     // Supplies normalised to unit mass per side; the root absorbs rounding.
     double sum_a = 0, sum_b = 0;
@@ -370,6 +479,10 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
     point_norms<T>(clouds.points(), norms);
   }
 
+  // The host cost kernel reads the pool coordinate-major.
+  Matrix<double> points_t;
+  if (std::is_same<ExecSpace::memory_space, HostSpace>::value) points_t = detail::transposed_pool<T>(clouds.points());
+
   // Chunks of consecutive problems whose scratch fits the workspace.
   auto arcs_of = [&](std::int64_t u) {
     const auto& p = pairs[static_cast<std::size_t>(u)];
@@ -385,7 +498,19 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
   constexpr std::size_t bytes_per_node = 3 * sizeof(double) + 10 * sizeof(std::int32_t) + 1;
   std::vector<std::pair<std::int64_t, std::int64_t>> chunks;
   std::int64_t most_arcs = 0, most_nodes = 0;
-  for (std::int64_t u = 0; u < n_problems;) {
+  // Host backends compute each problem's costs in the solving thread's scratch
+  // pad (EmdSolve's team operator), when a pad per thread fits the workspace.
+  std::int64_t largest_arcs = 0, largest_nodes = 0;
+  for (std::int64_t u = 0; u < n_problems; ++u) {
+    largest_arcs = std::max(largest_arcs, arcs_of(u));
+    largest_nodes = std::max(largest_nodes, nodes_of(u));
+  }
+  const std::size_t pad_bytes = scratch_bytes(largest_arcs, largest_nodes);
+  const bool fused = std::is_same<ExecSpace::memory_space, HostSpace>::value &&
+                     pad_bytes * static_cast<std::size_t>(ExecSpace().concurrency()) <= options.workspace_bytes &&
+                     pad_bytes <= static_cast<std::size_t>(std::numeric_limits<int>::max());
+  if (fused) chunks.emplace_back(0, n_problems);
+  for (std::int64_t u = fused ? n_problems : 0; u < n_problems;) {
     std::int64_t v = u, arcs = 0, nodes = 0;
     while (v < n_problems) {
       const std::int64_t a = arcs_of(v), b = nodes_of(v);
@@ -447,9 +572,12 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
 
     std::vector<std::int64_t> members(static_cast<std::size_t>(count));
     std::iota(members.begin(), members.end(), 0);
-    auto blocks = detail::make_blocks(shape, members, true);
-    Kokkos::parallel_for("kotml::ot::emd_costs", detail::line_policy(blocks.extent(0)),
-                         EmdCosts<T>{blocks, slots, cost_buffer, active_device, clouds.points(), norms, cost});
+    if (!fused) {
+      auto blocks = detail::make_blocks(shape, members, true);
+      Kokkos::parallel_for("kotml::ot::emd_costs", detail::line_policy(blocks.extent(0)),
+                           EmdCosts<T>{blocks, slots, cost_buffer, active_device, clouds.points(), points_t, norms,
+                                       cost});
+    }
 
     // Largest problems first, so that the dynamic schedule ends evenly.
     const std::int64_t chunk_begin = first;  // lambdas capture structured bindings only from C++20
@@ -457,13 +585,22 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
       return arcs_of(chunk_begin + x) > arcs_of(chunk_begin + y);
     });
     const auto order = device_copy_of<Vector<std::int64_t>>(members, "kotml::ot::emd_order");
-    Kokkos::parallel_for("kotml::ot::emd_solve",
-                         Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(0, count),
-                         EmdSolve<T>{order, slots, cost_buffer, state_buffer, nodes, active_device, compact_device,
-                                     clouds.weights(), warm_basis, options.max_iter, result.cost, result.status,
-                                     result.warm_started, result.plan_size, result.plan_row, result.plan_col,
-                                     result.basis, result.iterations, result.plan_value, result.f, result.g,
-                                     clouds.points(), norms, cost});
+    const EmdSolve<T> solve{order,          slots,          cost_buffer,          state_buffer,
+                            nodes,          active_device,  compact_device,       clouds.weights(),
+                            warm_basis,     options.max_iter, result.cost,        result.status,
+                            result.warm_started, result.plan_size, result.plan_row, result.plan_col,
+                            result.basis,   result.iterations, result.plan_value, result.f,
+                            result.g,       clouds.points(), points_t,            norms,
+                            cost};
+    if (fused)
+      Kokkos::parallel_for(
+          "kotml::ot::emd_costs_and_solve",
+          Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(count, 1)
+              .set_scratch_size(1, Kokkos::PerTeam(static_cast<int>(pad_bytes))),
+          solve);
+    else
+      Kokkos::parallel_for("kotml::ot::emd_solve",
+                           Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(0, count), solve);
     if (options.point_gradients)
       Kokkos::parallel_for("kotml::ot::emd_gradients", Kokkos::RangePolicy<ExecSpace>(0, count),
                            EmdGradients<T>{slots, result.plan_size, result.plan_row, result.plan_col,

@@ -37,6 +37,7 @@
 #include "kotml/core/math.hpp"
 #include "kotml/ot/batch.hpp"
 #include "kotml/ot/network_simplex.hpp"
+#include "simplex_pricing.hpp"
 
 namespace kotml::ot::detail {
 
@@ -237,13 +238,10 @@ class NetworkSimplex {
       const double* c = w_.cost + static_cast<std::int64_t>(i) * m;
       const std::int8_t* s = w_.state + static_cast<std::int64_t>(i) * m;
       const std::int32_t end = j + static_cast<std::int32_t>(segment);
-      for (std::int32_t t = j; t < end; ++t) {
-        const double reduced = s[t] ? c[t] + pi_row - pi_col[t] : 0.0;
-        if (reduced < best) {
-          best = reduced;
-          best_row = i;
-          best_col = t;
-        }
+      const std::int32_t at = price_segment(c + j, s + j, pi_col + j, pi_row, end - j, best);
+      if (at >= 0) {
+        best_row = i;
+        best_col = j + at;
       }
       examined += segment;
       in_block += segment;
@@ -323,12 +321,25 @@ class NetworkSimplex {
     w_.state[static_cast<std::int64_t>(row) * w_.m + col] = 0;
     const double entering_reduced = arc_cost(row, col) + w_.pi[source] - w_.pi[target];
     update_tree(in, attach, out, join, delta);
-    // Potentials of the moved subtree shift so the entering arc has reduced cost 0.
+    // The entering arc must get reduced cost 0: the moved subtree's potentials
+    // shift by sigma or, when that subtree is the larger part of the tree, all
+    // the others by −sigma (only differences of potentials matter, and the walk
+    // over the thread is the cost). The others follow the subtree in the cyclic
+    // thread.
     const double sigma = in == source ? -entering_reduced : entering_reduced;
-    std::int32_t x = in;
-    for (std::int32_t k = 0; k < w_.succ[in]; ++k) {
-      w_.pi[x] += sigma;
-      x = w_.thread[x];
+    const std::int32_t moved = w_.succ[in], all = nodes_ + 1;
+    if (2 * moved <= all) {
+      std::int32_t x = in;
+      for (std::int32_t k = 0; k < moved; ++k) {
+        w_.pi[x] += sigma;
+        x = w_.thread[x];
+      }
+    } else {
+      std::int32_t x = w_.thread[w_.last[in]];
+      for (std::int32_t k = moved; k < all; ++k) {
+        w_.pi[x] -= sigma;
+        x = w_.thread[x];
+      }
     }
     return true;
   }
@@ -497,18 +508,22 @@ KOKKOS_INLINE_FUNCTION std::int32_t extract_solution(
     plan_col[e] = active_col[plan_col[e]];
   }
   // Potentials f = −pi (rows), g = pi (columns), centred so that a·f = b·g.
+  // Taken relative to row 0 first: the pivots shift potentials by common
+  // offsets (see pivot), and sums of large offset values would lose the digits
+  // that the centring needs.
+  const double reference = n > 0 ? w.pi[0] : 0.0;
   double fa = 0, gb = 0, mass_a = 0, mass_b = 0;
   for (std::int32_t i = 0; i < n; ++i) {
-    fa += w.supply[i] * -w.pi[i];
+    fa += w.supply[i] * -(w.pi[i] - reference);
     mass_a += w.supply[i];
   }
   for (std::int32_t j = 0; j < m; ++j) {
-    gb += -w.supply[n + j] * w.pi[n + j];
+    gb += -w.supply[n + j] * (w.pi[n + j] - reference);
     mass_b += -w.supply[n + j];
   }
   const double shift = (gb - fa) / (mass_a + mass_b);
-  for (std::int32_t i = 0; i < n; ++i) f[active_row[i]] = -w.pi[i] + shift;
-  for (std::int32_t j = 0; j < m; ++j) g[active_col[j]] = w.pi[n + j] - shift;
+  for (std::int32_t i = 0; i < n; ++i) f[active_row[i]] = -(w.pi[i] - reference) + shift;
+  for (std::int32_t j = 0; j < m; ++j) g[active_col[j]] = (w.pi[n + j] - reference) - shift;
   for (std::int32_t i = 0; i < n_all; ++i) {
     if (compact_row[i] >= 0) continue;
     double best = kmath::infinity<double>();

@@ -100,7 +100,8 @@ struct CostLines {
           const double total = detail::cost_row_host(kind, points_t.data() + x, points_t.data() + y, stride,
                                                      static_cast<int>(points_t.extent(0)), length,
                                                      kind == Cost::cosine ? norms(x) : 0.0,
-                                                     kind == Cost::cosine ? norms.data() + y : nullptr, row);
+                                                     kind == Cost::cosine ? norms.data() + y : nullptr, row,
+                                                     sums.extent(0) > 0);
 #endif
           if (sums.extent(0) > 0) Kokkos::single(Kokkos::PerThread(team), [&]() { sums(line_begin(slot) + i) = total; });
         });
