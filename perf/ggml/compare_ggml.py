@@ -108,13 +108,15 @@ def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=()):
             "cpu": cpu, "test_loss": test_loss, "splits": splits}
 
 
-def ggml_train_test(path, case, epochs, splits):
+def ggml_train_test(path, case, epochs, splits, threads):
     import anndata
     import ggml_ot
     import ggml_ot.benchmark.evaluation as evaluation
 
     _, n_cells, normalize, n_comps, n_splits, reg = CASES[case]
-    ggml_ot.settings.n_threads = 1
+    # torch's intra-op pool and POT's OpenMP network simplex (numThreads) both
+    # follow this setting.
+    ggml_ot.settings.n_threads = threads
     adata = anndata.read_h5ad(path)
     dataset = ggml_ot.from_anndata(adata, patient_col="sample", label_col="patient_group", n_cells=n_cells)
     if normalize:
@@ -154,30 +156,48 @@ def main():
     parser.add_argument("--skip-ggml", action="store_true")
     parser.add_argument("--skip-batches", action="store_true")
     parser.add_argument("--batch-sizes", default="8,16")
+    parser.add_argument("--ggml-threads", default="1",
+                        help="comma-separated GGML-OT thread counts (settings.n_threads), e.g. 1,2; 2 adds a table against kotml on 2 ranks")
     args = parser.parse_args()
+    ggml_threads = [int(t) for t in args.ggml_threads.split(",")]
     kotml = os.path.abspath(os.path.join(args.build, "src", "kotml"))
     folder = os.path.abspath(os.path.join(args.build, "perf", "ggml"))
     make_inputs(kotml, folder)
     version, _ = run([kotml, "--version"])
     print(f"machine: {describe_machine()}\nkotml: {version.splitlines()[0]}; {version.splitlines()[1]}")
-    print(f"epochs per split: {args.epochs}, no early stop on either side; GGML-OT on 1 thread\n")
+    print(f"epochs per split: {args.epochs}, no early stop on either side; "
+          f"GGML-OT on {', '.join(map(str, ggml_threads))} thread(s)\n")
     rows = []
     for case in args.cases.split(","):
         path = os.path.join(folder, CASES[case][0])
         one = kotml_train_test(kotml, path, case, args.epochs, 1, os.path.join(folder, f"{case}_np1"))
         two = kotml_train_test(kotml, path, case, args.epochs, 2, os.path.join(folder, f"{case}_np2"))
-        peer = None if args.skip_ggml else ggml_train_test(path, case, args.epochs, one["splits"])
-        rows.append((case, one, two, peer))
+        peers = {} if args.skip_ggml else {t: ggml_train_test(path, case, args.epochs, one["splits"], t)
+                                           for t in ggml_threads}
+        rows.append((case, one, two, peers))
         print(f"done {case}", file=sys.stderr, flush=True)
 
+    missing = {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan")}
     print("| case | GGML-OT knn | kotml knn | GGML-OT s/epoch | kotml 1 rank s/epoch | speedup | "
           "GGML-OT cpu s/epoch | kotml cpu s/epoch | cpu ratio | kotml 2 ranks s/epoch | 1→2 efficiency |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for case, one, two, peer in rows:
-        g = peer or {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan")}
+    for case, one, two, peers in rows:
+        g = peers.get(1, missing)
         print(f"| {case} | {g['knn']:.2f} | {one['knn']:.2f} | {g['wall']:.3f} | {one['wall']:.4f} | "
               f"{g['wall'] / one['wall']:.1f}x | {g['cpu']:.3f} | {one['cpu']:.4f} | {g['cpu'] / one['cpu']:.1f}x | "
               f"{two['wall']:.4f} | {one['wall'] / (2 * two['wall']):.0%} |")
+
+    # Each tool on the whole machine: GGML-OT with more threads against kotml
+    # with as many ranks.
+    for threads in (t for t in ggml_threads if t == 2):
+        print(f"\nwhole machine: GGML-OT on {threads} threads against kotml on {threads} ranks "
+              f"(the 2-rank kotml run above)\n")
+        print("| case | GGML-OT knn | GGML-OT s/epoch | kotml s/epoch | speedup |")
+        print("|---|---|---|---|---|")
+        for case, one, two, peers in rows:
+            g = peers.get(threads, missing)
+            ours = two if threads == 2 else {"wall": float("nan")}
+            print(f"| {case} | {g['knn']:.2f} | {g['wall']:.3f} | {ours['wall']:.4f} | {g['wall'] / ours['wall']:.1f}x |")
 
     if not args.skip_batches:
         print("\nmode batches (scrna, EMD, --lr-scaling linear; test_loss = triplet loss among the test donors)\n")
