@@ -11,75 +11,49 @@
 namespace kotml::ot::detail {
 namespace {
 
+/// The row in chunks of columns held on the stack in double: coordinate by
+/// coordinate over the whole chunk (contiguous loops the compiler vectorises,
+/// each entry still summed in coordinate order as ground_cost does), then the
+/// finishing step (square root, cosine) over the chunk.
 template <class T>
 __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const double* __restrict x,
                                                            const double* __restrict yt, std::int64_t stride,
                                                            int dim, std::int64_t count, double norm_x,
-                                                           const double* norms_y, T* __restrict out,
+                                                           const double* __restrict norms_y, T* __restrict out,
                                                            bool summed) {
   // x lives in the same transposed pool: coordinate k at x[k·stride].
-  constexpr int lanes = 8;
-  const bool cosine = kind == Cost::cosine;
+  constexpr std::int64_t chunk = 256;
+  double acc[chunk];
   double sum = 0;
-  std::int64_t j = 0;
-  auto finish = [&](double acc, std::int64_t at) {
-    if (cosine) {
-      const double norm_y = norms_y[at];
-      return (norm_x > 0 && norm_y > 0) ? 1.0 - acc / (norm_x * norm_y) : 1.0;
-    }
-    return kind == Cost::sqeuclidean ? acc : std::sqrt(acc);
-  };
-  for (; j + lanes <= count; j += lanes) {
-    double acc[lanes] = {};
-    if (cosine) {
+  for (std::int64_t j0 = 0; j0 < count; j0 += chunk) {
+    const std::int64_t width = count - j0 < chunk ? count - j0 : chunk;
+    for (std::int64_t j = 0; j < width; ++j) acc[j] = 0;
+    if (kind == Cost::cosine) {
       for (int k = 0; k < dim; ++k) {
         const double xk = x[k * stride];
-        const double* y = yt + k * stride + j;
-        KOTML_OT_UNROLL
-        for (int l = 0; l < lanes; ++l) acc[l] += xk * y[l];
+        const double* __restrict y = yt + k * stride + j0;
+        for (std::int64_t j = 0; j < width; ++j) acc[j] += xk * y[j];
+      }
+      for (std::int64_t j = 0; j < width; ++j) {
+        const double norm_y = norms_y[j0 + j];
+        acc[j] = (norm_x > 0 && norm_y > 0) ? 1.0 - acc[j] / (norm_x * norm_y) : 1.0;
       }
     } else {
       for (int k = 0; k < dim; ++k) {
         const double xk = x[k * stride];
-        const double* y = yt + k * stride + j;
-        KOTML_OT_UNROLL
-        for (int l = 0; l < lanes; ++l) {
-          const double diff = xk - y[l];
-          acc[l] += diff * diff;
+        const double* __restrict y = yt + k * stride + j0;
+        for (std::int64_t j = 0; j < width; ++j) {
+          const double diff = xk - y[j];
+          acc[j] += diff * diff;
         }
       }
+      if (kind == Cost::euclidean)
+        for (std::int64_t j = 0; j < width; ++j) acc[j] = std::sqrt(acc[j]);
     }
-    // Finished lane-wise into an array first, so the square roots run as one
-    // vector instruction; only the ordered sum is serial.
-    double value[lanes];
-    if (cosine) {
-      for (int l = 0; l < lanes; ++l) value[l] = finish(acc[l], j + l);
-    } else if (kind == Cost::sqeuclidean) {
-      for (int l = 0; l < lanes; ++l) value[l] = acc[l];
-    } else {
-      KOTML_OT_UNROLL
-      for (int l = 0; l < lanes; ++l) value[l] = std::sqrt(acc[l]);
-    }
-    if (out) {
-      KOTML_OT_UNROLL
-      for (int l = 0; l < lanes; ++l) out[j + l] = static_cast<T>(value[l]);
-    }
+    if (out)
+      for (std::int64_t j = 0; j < width; ++j) out[j0 + j] = static_cast<T>(acc[j]);
     if (summed)
-      for (int l = 0; l < lanes; ++l) sum += value[l];
-  }
-  for (; j < count; ++j) {
-    double acc = 0;
-    for (int k = 0; k < dim; ++k) {
-      if (cosine) {
-        acc += x[k * stride] * yt[k * stride + j];
-      } else {
-        const double diff = x[k * stride] - yt[k * stride + j];
-        acc += diff * diff;
-      }
-    }
-    const double v = finish(acc, j);
-    if (out) out[j] = static_cast<T>(v);
-    if (summed) sum += v;
+      for (std::int64_t j = 0; j < width; ++j) sum += acc[j];
   }
   return sum;
 }

@@ -38,6 +38,7 @@
 #include "kotml/ot/batch.hpp"
 #include "kotml/ot/network_simplex.hpp"
 #include "simplex_pricing.hpp"
+#include "unroll.hpp"
 
 namespace kotml::ot::detail {
 
@@ -69,10 +70,21 @@ class NetworkSimplex {
   KOKKOS_INLINE_FUNCTION explicit NetworkSimplex(const SimplexWorkspace& w)
       : w_(w), nodes_(w.n + w.m), root_(w.n + w.m) {
     const std::int64_t arcs = static_cast<std::int64_t>(w.n) * w.m;
-    double largest = 0;
     // kmath::max, not fmax: costs are finite (checked on input), and fmax is a
-    // libm call on the host that this loop over every arc cannot afford.
-    for (std::int64_t e = 0; e < arcs; ++e) largest = kmath::max(largest, kmath::fabs(w.cost[e]));
+    // libm call on the host that this loop over every arc cannot afford. Eight
+    // running maxima, not one dependent chain (the maximum does not depend on
+    // the order).
+    constexpr int lanes = 8;
+    double lane_max[lanes] = {};
+    const double* cost = w.cost;
+    std::int64_t e = 0;
+    for (; e + lanes <= arcs; e += lanes) {
+      KOTML_OT_UNROLL
+      for (int l = 0; l < lanes; ++l) lane_max[l] = kmath::max(lane_max[l], kmath::fabs(cost[e + l]));
+    }
+    for (; e < arcs; ++e) lane_max[0] = kmath::max(lane_max[0], kmath::fabs(cost[e]));
+    double largest = 0;
+    for (int l = 0; l < lanes; ++l) largest = kmath::max(largest, lane_max[l]);
     art_cost_ = (largest + 1.0) * static_cast<double>(nodes_ + 1);
     std::int64_t block = static_cast<std::int64_t>(kmath::sqrt(static_cast<double>(arcs)));
     if (block * block < arcs) ++block;
@@ -174,8 +186,11 @@ class NetworkSimplex {
         w_.pi[u] = w_.pi[p] + arc_cost(p, u - w_.n);
     }
     // Arc states: every real arc out of the basis but the tree arcs.
+    // Through a local pointer: a store through w_.state (one-byte type) may
+    // alias w_ itself, which would keep the loop from becoming a fill.
     const std::int64_t arcs = static_cast<std::int64_t>(w_.n) * w_.m;
-    for (std::int64_t e = 0; e < arcs; ++e) w_.state[e] = 1;
+    std::int8_t* const state = w_.state;
+    for (std::int64_t e = 0; e < arcs; ++e) state[e] = 1;
     for (std::int32_t u = 0; u < N; ++u) {
       const std::int32_t p = w_.parent[u];
       if (p == root_) continue;

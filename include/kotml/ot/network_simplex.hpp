@@ -47,8 +47,10 @@ struct EmdOptions {
   std::int64_t max_iter = 10'000'000;
   /// Compute ∂W/∂(projected points) (batch solver; euclidean and sqeuclidean).
   bool point_gradients = false;
-  /// Device memory the batch solver may use for per-problem scratch (a cost and
-  /// a one-byte arc state per arc, ~9 bytes per arc); problems are solved in
+  /// Memory the batch solver may use for per-problem scratch (a cost and a
+  /// one-byte arc state per arc, ~9 bytes per arc). On host backends each
+  /// thread solves in its own scratch pad, sized for the largest problem, when
+  /// one pad per thread fits; otherwise (and on GPUs) problems are solved in
   /// chunks that fit. A problem larger than this on its own is still solved.
   std::size_t workspace_bytes = std::size_t(1) << 30;
 
