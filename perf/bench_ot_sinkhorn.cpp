@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kotml/core/random.hpp"
+#include "kotml/core/simd_clones.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/io/hdf5.hpp"
 #include "kotml/ot/cost.hpp"
@@ -115,12 +116,6 @@ BENCHMARK_TEMPLATE(BM_SinkhornDense, double)->Arg(2)->Arg(12)->Unit(benchmark::k
 
 // The exp rate is measured with the same SIMD levels the Sinkhorn row kernels
 // are built for (row_lse.cpp), on the host threads.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KOTML_BENCH_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KOTML_BENCH_SIMD_CLONES
-#endif
-
 template <class T, int lanes>
 __attribute__((always_inline)) inline T exp_sweep_lanes(const T* x, int repeats) {
   T acc[lanes] = {};
@@ -131,8 +126,8 @@ __attribute__((always_inline)) inline T exp_sweep_lanes(const T* x, int repeats)
   for (int l = 0; l < lanes; ++l) sum += acc[l];
   return sum;
 }
-KOTML_BENCH_SIMD_CLONES double exp_sweep(const double* x, int repeats) { return exp_sweep_lanes<double, 8>(x, repeats); }
-KOTML_BENCH_SIMD_CLONES float exp_sweep(const float* x, int repeats) { return exp_sweep_lanes<float, 16>(x, repeats); }
+KOTML_SIMD_CLONES double exp_sweep(const double* x, int repeats) { return exp_sweep_lanes<double, 8>(x, repeats); }
+KOTML_SIMD_CLONES float exp_sweep(const float* x, int repeats) { return exp_sweep_lanes<float, 16>(x, repeats); }
 
 /// 4096 values per thread, held in L1, swept `repeats` times.
 template <class T>

@@ -2,18 +2,11 @@
 
 #include "projection_host.hpp"
 
+#include "kotml/core/simd_clones.hpp"
+
 namespace kotml::eval::detail {
-namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define KOTML_EVAL_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KOTML_EVAL_SIMD_CLONES
-#endif
-
-}  // namespace
-
-KOTML_EVAL_SIMD_CLONES
+KOTML_SIMD_CLONES
 void project_block_host(const float* const rows[4], const double* a_t, std::int64_t ld_a, std::int64_t d,
                         double sums[32]) {
   constexpr int R = 4, C = 8;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kotml/core/simd_clones.hpp"
 #include "kotml/ot/fast_exp.hpp"
 #include "unroll.hpp"
 
@@ -58,21 +59,15 @@ __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const dou
   return sum;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KOTML_OT_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KOTML_OT_SIMD_CLONES
-#endif
-
 }  // namespace
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
                      std::int64_t count, double norm_x, const double* norms_y, float* out, bool summed) {
   return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed);
 }
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
                      std::int64_t count, double norm_x, const double* norms_y, double* out, bool summed) {
   return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed);
@@ -120,13 +115,13 @@ __attribute__((always_inline)) inline void row_gradient_lanes(const T* __restric
 
 }  // namespace
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 void row_gradient_host(const float* c, const float* h, std::int64_t m, float s, float own, bool squared,
                        const double* x, const double* yt, std::int64_t stride, int dim, double* grad) {
   row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad);
 }
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 void row_gradient_host(const double* c, const double* h, std::int64_t m, double s, double own, bool squared,
                        const double* x, const double* yt, std::int64_t stride, int dim, double* grad) {
   row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad);

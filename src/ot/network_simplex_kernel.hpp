@@ -38,7 +38,6 @@
 #include "kotml/ot/batch.hpp"
 #include "kotml/ot/network_simplex.hpp"
 #include "simplex_pricing.hpp"
-#include "unroll.hpp"
 
 namespace kotml::ot::detail {
 
@@ -71,20 +70,20 @@ class NetworkSimplex {
       : w_(w), nodes_(w.n + w.m), root_(w.n + w.m) {
     const std::int64_t arcs = static_cast<std::int64_t>(w.n) * w.m;
     // kmath::max, not fmax: costs are finite (checked on input), and fmax is a
-    // libm call on the host that this loop over every arc cannot afford. Eight
-    // running maxima, not one dependent chain (the maximum does not depend on
-    // the order).
-    constexpr int lanes = 8;
-    double lane_max[lanes] = {};
+    // libm call on the host that this loop over every arc cannot afford. Four
+    // running maxima in registers, not one dependent chain (the maximum does
+    // not depend on the order).
     const double* cost = w.cost;
+    double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
     std::int64_t e = 0;
-    for (; e + lanes <= arcs; e += lanes) {
-      KOTML_OT_UNROLL
-      for (int l = 0; l < lanes; ++l) lane_max[l] = kmath::max(lane_max[l], kmath::fabs(cost[e + l]));
+    for (; e + 4 <= arcs; e += 4) {
+      m0 = kmath::max(m0, kmath::fabs(cost[e]));
+      m1 = kmath::max(m1, kmath::fabs(cost[e + 1]));
+      m2 = kmath::max(m2, kmath::fabs(cost[e + 2]));
+      m3 = kmath::max(m3, kmath::fabs(cost[e + 3]));
     }
-    for (; e < arcs; ++e) lane_max[0] = kmath::max(lane_max[0], kmath::fabs(cost[e]));
-    double largest = 0;
-    for (int l = 0; l < lanes; ++l) largest = kmath::max(largest, lane_max[l]);
+    for (; e < arcs; ++e) m0 = kmath::max(m0, kmath::fabs(cost[e]));
+    const double largest = kmath::max(kmath::max(m0, m1), kmath::max(m2, m3));
     art_cost_ = (largest + 1.0) * static_cast<double>(nodes_ + 1);
     std::int64_t block = static_cast<std::int64_t>(kmath::sqrt(static_cast<double>(arcs)));
     if (block * block < arcs) ++block;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kotml/core/simd_clones.hpp"
 #include "row_lse.hpp"
 #include "unroll.hpp"
 
@@ -121,28 +122,22 @@ __attribute__((always_inline)) inline double row_transport_lanes(const T* __rest
 
 }  // namespace
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KOTML_OT_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KOTML_OT_SIMD_CLONES
-#endif
-
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 double row_lse_host(const double* c, const double* h, std::int64_t m, double s, double shift) {
   return row_lse_lanes<double, 8>(c, h, m, s, shift);
 }
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift) {
   return row_lse_lanes<float, 16>(c, h, m, s, shift);
 }
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan) {
   return row_transport_lanes<double, 8>(c, h, m, s, own, plan);
 }
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 double row_transport_host(const float* c, const float* h, std::int64_t m, float s, float own, float* plan) {
   return row_transport_lanes<float, 16>(c, h, m, s, own, plan);
 }

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "kotml/core/simd_clones.hpp"
+
 namespace kotml::ot::detail {
 namespace {
 
@@ -73,15 +75,9 @@ __attribute__((always_inline)) inline std::int32_t price_lanes(const double* __r
 }
 #endif
 
-#if defined(KOTML_OT_VECTOR_PRICING) && defined(__x86_64__) && !defined(__clang__)
-#define KOTML_OT_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KOTML_OT_SIMD_CLONES
-#endif
-
 }  // namespace
 
-KOTML_OT_SIMD_CLONES
+KOTML_SIMD_CLONES
 std::int32_t price_segment_host(const double* cost, const std::int8_t* out_of_basis, const double* pi_col,
                                 double pi_row, std::int32_t count, double& best) {
 #ifdef KOTML_OT_VECTOR_PRICING
