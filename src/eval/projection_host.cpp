@@ -19,7 +19,6 @@ void project_block_host(const float* const rows[4], const double* a_t, std::int6
     const double* __restrict a = a_t + f * ld_a;
     const double v0 = static_cast<double>(x0[f]), v1 = static_cast<double>(x1[f]);
     const double v2 = static_cast<double>(x2[f]), v3 = static_cast<double>(x3[f]);
-#pragma GCC unroll 8
     for (int l = 0; l < C; ++l) {
       s[0][l] += a[l] * v0;
       s[1][l] += a[l] * v1;
