@@ -7,7 +7,6 @@
 
 #include "kotml/core/simd_clones.hpp"
 #include "kotml/ot/fast_exp.hpp"
-#include "unroll.hpp"
 
 namespace kotml::ot::detail {
 namespace {
@@ -101,7 +100,6 @@ __attribute__((always_inline)) inline void row_gradient_lanes(const T* __restric
       const double* y = yt + k * stride + j0;
       double acc[lanes] = {};
       for (int j = 0; j < full; j += lanes)
-        KOTML_OT_UNROLL
         for (int l = 0; l < lanes; ++l) acc[l] += w[j + l] * y[j + l];
       double dot = 0;
       for (int l = 0; l < lanes; ++l) dot += acc[l];
