@@ -22,6 +22,7 @@
 #include "kotml/learn/checkpoint.hpp"
 #include "kotml/learn/loss.hpp"
 #include "kotml/learn/triplets.hpp"
+#include "kotml/ot/cost_row_sums.hpp"
 #include "kotml/ot/gradient.hpp"
 #include "kotml/ot/network_simplex.hpp"
 #include "kotml/ot/sinkhorn.hpp"
@@ -164,35 +165,6 @@ class PairOwners {
 /// Σ_j C_ij for each row i of each problem, one thread per row summing in
 /// column order: the batch mean cost that sets a relative ε.
 template <class T>
-struct CostRowSums {
-  Matrix<const T> z;
-  Kokkos::View<const std::int64_t* [3], MemSpace> table;
-  Vector<const std::int32_t> source, target;
-  Vector<const std::int64_t> row_offset;
-  Vector<double> row_sum;
-  ot::Cost cost;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<ExecSpace>::member_type& member) const {
-    const auto u = member.league_rank();
-    const auto s = source(u), t = target(u);
-    const std::int64_t ps = table(s, 0), n = table(s, 2), pt = table(t, 0), m = table(t, 2);
-    const int k = static_cast<int>(z.extent(1));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const std::int64_t i) {
-      double sum = 0.0;
-      for (std::int64_t j = 0; j < m; ++j)
-        sum += ot::ground_cost<double>(cost, &z(ps + i, 0), &z(pt + j, 0), k, 0.0, 0.0);
-      row_sum(row_offset(u) + i) = sum;
-    });
-  }
-};
-
-template <class T>
-void cost_row_sums(const CostRowSums<T>& functor, std::int64_t problems) {
-  Kokkos::parallel_for("kotml::learn::cost_row_sums",
-                       Kokkos::TeamPolicy<ExecSpace>(static_cast<int>(problems), Kokkos::AUTO), functor);
-}
-
-template <class T>
 Vector<T> device_copy(const std::string& label, const std::vector<T>& host) {
   Vector<T> v(no_init(label), host.size());
   Kokkos::deep_copy(v, Kokkos::View<const T*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host.data(), host.size()));
@@ -290,22 +262,6 @@ class StepEngine {
     }
   }
 
-  template <class T>
-  std::vector<double> batch_cost_row_sums(const ot::CloudBatch<T>& clouds, const ot::BatchLayout& layout,
-                                          const std::vector<ot::Pair>& problems) {
-    std::vector<std::int32_t> src, tgt;
-    for (const auto& pr : problems) {
-      src.push_back(pr.source);
-      tgt.push_back(pr.target);
-    }
-    Vector<double> row_sum(no_init("kotml::learn::row_sum"), static_cast<std::size_t>(layout.total_rows()));
-    cost_row_sums(CostRowSums<T>{clouds.points(), clouds.device_table(), device_copy("kotml::learn::sources", src),
-                                 device_copy("kotml::learn::targets", tgt), layout.device_row_offset, row_sum,
-                                 options_.squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean},
-                  static_cast<std::int64_t>(problems.size()));
-    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), row_sum);
-    return std::vector<double>(host.data(), host.data() + host.size());
-  }
   eval::SolveReport& report() { return report_; }
   /// Solves, solver iterations (EMD pivots, Sinkhorn iterations) and
   /// warm-started EMD solves so far on this rank (--verbose prints them).
@@ -383,8 +339,9 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
     std::int64_t entries = 0;
     comm.phase([&] {
       if (problems.empty()) return;
-      std::vector<double> sums = single ? batch_cost_row_sums(projected_float.clouds, layout, problems)
-                                        : batch_cost_row_sums(projected.clouds, layout, problems);
+      const ot::Cost cost = options_.squared ? ot::Cost::sqeuclidean : ot::Cost::euclidean;
+      std::vector<double> sums = single ? ot::cost_row_sums(projected_float.clouds, layout, problems, cost)
+                                        : ot::cost_row_sums(projected.clouds, layout, problems, cost);
       for (double r : sums) cost_sum.add(0, r);
       for (std::int64_t u = 0; u < layout.problems(); ++u) entries += layout.rows(u) * layout.cols(u);
     });

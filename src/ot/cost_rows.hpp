@@ -14,6 +14,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <vector>
 
 #include "kotml/core/math.hpp"
 #include "kotml/core/types.hpp"
@@ -47,6 +48,25 @@ void row_gradient_host(const double* c, const double* h, std::int64_t m, double 
 /// The pool's coordinates, coordinate-major (dim × N), in double.
 template <class T>
 Matrix<double> transposed_pool(const Matrix<const T>& points);
+
+/// What the cost kernels read besides the pool: its point norms (cosine cost
+/// only, else empty) and, on host backends, the coordinate-major copy for
+/// cost_row_host (empty on GPUs, whose kernels read the pool as it is).
+struct PoolViews {
+  Vector<double> norms;
+  Matrix<double> points_t;
+};
+template <class T>
+PoolViews pool_views(const Matrix<const T>& points, Cost kind);
+
+/// A device copy of a host vector.
+template <class V>
+V device_copy_of(const std::vector<typename V::value_type>& host, const char* label) {
+  V v(no_init(label), host.size());
+  Kokkos::deep_copy(v, Kokkos::View<const typename V::value_type*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                           host.data(), host.size()));
+  return v;
+}
 
 template <class Member, class P, class Other, class Write>
 KOKKOS_INLINE_FUNCTION double cost_row(const Member& team, Cost kind, const Matrix<const P>& points,

@@ -407,14 +407,6 @@ struct EmdGradients {
   }
 };
 
-template <class V>
-V device_copy_of(const std::vector<typename V::value_type>& host, const char* label) {
-  V v(no_init(label), host.size());
-  Kokkos::deep_copy(v, Kokkos::View<const typename V::value_type*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                           host.data(), host.size()));
-  return v;
-}
-
 }  // namespace
 
 template <class T>
@@ -471,17 +463,11 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
     }
     active_count[static_cast<std::size_t>(c)] = count;
   }
-  const auto active_device = device_copy_of<Vector<std::int32_t>>(active, "kotml::ot::emd_active");
-  const auto compact_device = device_copy_of<Vector<std::int32_t>>(compact, "kotml::ot::emd_compact");
-  Vector<double> norms;
-  if (cost == Cost::cosine) {
-    norms = Vector<double>(no_init("kotml::ot::point_norms"), clouds.points().extent(0));
-    point_norms<T>(clouds.points(), norms);
-  }
-
-  // The host cost kernel reads the pool coordinate-major.
-  Matrix<double> points_t;
-  if (std::is_same<ExecSpace::memory_space, HostSpace>::value) points_t = detail::transposed_pool<T>(clouds.points());
+  const auto active_device = detail::device_copy_of<Vector<std::int32_t>>(active, "kotml::ot::emd_active");
+  const auto compact_device = detail::device_copy_of<Vector<std::int32_t>>(compact, "kotml::ot::emd_compact");
+  const detail::PoolViews pool = detail::pool_views<T>(clouds.points(), cost);
+  const Vector<double>& norms = pool.norms;
+  const Matrix<double>& points_t = pool.points_t;
 
   // Chunks of consecutive problems whose scratch fits the workspace.
   auto arcs_of = [&](std::int64_t u) {
@@ -584,7 +570,7 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
     std::stable_sort(members.begin(), members.end(), [&](std::int64_t x, std::int64_t y) {
       return arcs_of(chunk_begin + x) > arcs_of(chunk_begin + y);
     });
-    const auto order = device_copy_of<Vector<std::int64_t>>(members, "kotml::ot::emd_order");
+    const auto order = detail::device_copy_of<Vector<std::int64_t>>(members, "kotml::ot::emd_order");
     const EmdSolve<T> solve{order,          slots,          cost_buffer,          state_buffer,
                             nodes,          active_device,  compact_device,       clouds.weights(),
                             warm_basis,     options.max_iter, result.cost,        result.status,

@@ -160,14 +160,6 @@ struct FillWeights {
   }
 };
 
-template <class V>
-V device_copy_of(const std::vector<typename V::value_type>& host, const char* label) {
-  V v(no_init(label), host.size());
-  Kokkos::deep_copy(v, Kokkos::View<const typename V::value_type*, HostSpace,
-                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host.data(), host.size()));
-  return v;
-}
-
 }  // namespace
 
 template <class T>
@@ -191,8 +183,8 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     source_host[u] = pairs[u].source;
     target_host[u] = pairs[u].target;
   }
-  const auto source = device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(source_host, "kotml::ot::pair_source");
-  const auto target = device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(target_host, "kotml::ot::pair_target");
+  const auto source = detail::device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(source_host, "kotml::ot::pair_source");
+  const auto target = detail::device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(target_host, "kotml::ot::pair_target");
   Kokkos::parallel_for("kotml::ot::sinkhorn_weights", Kokkos::RangePolicy<ExecSpace>(0, n_problems),
                        FillWeights<T>{layout.device_row_offset, layout.device_col_offset, source, target,
                                       clouds.device_table(), clouds.weights(), state.a, state.log_a,
@@ -216,14 +208,9 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
   std::vector<std::int64_t> every(static_cast<std::size_t>(n_problems));
   for (std::int64_t u = 0; u < n_problems; ++u) every[static_cast<std::size_t>(u)] = u;
 
-  Vector<double> norms;
-  if (cost == Cost::cosine) {
-    norms = Vector<double>(no_init("kotml::ot::point_norms"), clouds.points().extent(0));
-    point_norms<T>(clouds.points(), norms);
-  }
-  // The host cost kernel reads the pool coordinate-major.
-  Matrix<double> points_t;
-  if (std::is_same<ExecSpace::memory_space, HostSpace>::value) points_t = detail::transposed_pool<T>(clouds.points());
+  const detail::PoolViews pool = detail::pool_views<T>(clouds.points(), cost);
+  const Vector<double>& norms = pool.norms;
+  const Matrix<double>& points_t = pool.points_t;
 
   double epsilon = options.epsilon;
   // The mean cost from the per-row sums in state.row_cost, added in problem and
@@ -247,7 +234,7 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     for (std::int64_t u = 0; u < n_problems; ++u)
       result.plan_offset[u + 1] = result.plan_offset[u] + layout.rows(u) * layout.cols(u);
     result.plan = Vector<T>(no_init("kotml::ot::sinkhorn_plans"), result.plan_offset.back());
-    plan_offset_device = device_copy_of<Vector<std::int64_t>>(result.plan_offset, "kotml::ot::plan_offset");
+    plan_offset_device = detail::device_copy_of<Vector<std::int64_t>>(result.plan_offset, "kotml::ot::plan_offset");
   }
   Matrix<const T> gradient_points;
   if (options.point_gradients) {
@@ -455,7 +442,7 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
   Vector<const std::int64_t> plan_offset;
   if (options.keep_plan) {
     plan_flat = Vector<T>(plan.data(), static_cast<std::size_t>(n * m));
-    plan_offset = device_copy_of<Vector<std::int64_t>>(zero, "kotml::ot::dense_plan_offset");
+    plan_offset = detail::device_copy_of<Vector<std::int64_t>>(zero, "kotml::ot::dense_plan_offset");
   }
   Vector<const T> cost_flat(C.data(), static_cast<std::size_t>(n * m));
   detail::run_sinkhorn<T>(slots, cost_flat, cost_t_, state, options, epsilon, out, plan_flat, plan_offset,
