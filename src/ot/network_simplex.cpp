@@ -196,14 +196,42 @@ struct EmdCosts {
   }
 };
 
-/// Bytes of one problem's scratch in a team's scratch pad (host backends): the
-/// costs, the node arrays and the arc states, each rounded up to 8 bytes.
+/// Lays one problem's scratch out from `base` in a team's scratch pad (host
+/// backends): the costs, the node arrays and the arc states, each rounded up to
+/// 8 bytes. Returns the bytes used; with base = nullptr it only measures.
+KOKKOS_INLINE_FUNCTION std::size_t lay_out_pad(char* base, std::int64_t arcs, std::int64_t nodes,
+                                               SimplexWorkspace& w) {
+  std::size_t used = 0;
+  auto take = [&](std::size_t bytes) {
+    char* at = base ? base + used : nullptr;
+    used += (bytes + 7) / 8 * 8;
+    return at;
+  };
+  const auto node_count = static_cast<std::size_t>(nodes), arc_count = static_cast<std::size_t>(arcs);
+  auto reals = [&]() { return reinterpret_cast<double*>(take(node_count * sizeof(double))); };
+  auto ints = [&]() { return reinterpret_cast<std::int32_t*>(take(node_count * sizeof(std::int32_t))); };
+  w.cost = reinterpret_cast<double*>(take(arc_count * sizeof(double)));
+  w.supply = reals();
+  w.flow = reals();
+  w.pi = reals();
+  w.parent = ints();
+  w.thread = ints();
+  w.rev_thread = ints();
+  w.succ = ints();
+  w.last = ints();
+  w.stem = ints();
+  w.stem_last = ints();
+  w.stem_prev = ints();
+  w.stem_after = ints();
+  w.stem_succ = ints();
+  w.up = reinterpret_cast<std::int8_t*>(take(node_count));
+  w.state = reinterpret_cast<std::int8_t*>(take(arc_count));
+  return used;
+}
+
 inline std::size_t scratch_bytes(std::int64_t arcs, std::int64_t nodes) {
-  auto round = [](std::size_t b) { return (b + 7) / 8 * 8; };
-  return round(static_cast<std::size_t>(arcs) * sizeof(double)) +
-         3 * round(static_cast<std::size_t>(nodes) * sizeof(double)) +
-         10 * round(static_cast<std::size_t>(nodes) * sizeof(std::int32_t)) +
-         round(static_cast<std::size_t>(nodes)) + round(static_cast<std::size_t>(arcs));
+  SimplexWorkspace measured;
+  return lay_out_pad(nullptr, arcs, nodes, measured);
 }
 
 /// Solves each slot's problem: supplies, warm or cold tree, pivots, results.
@@ -250,33 +278,12 @@ struct EmdSolve {
     const auto n = static_cast<std::int32_t>(slots(s, f_rows));
     const auto m = static_cast<std::int32_t>(slots(s, f_cols));
     const std::int64_t arcs = static_cast<std::int64_t>(n) * m, count = n + m + 1;
-    auto& pad = team.team_scratch(1);
-    auto take = [&](std::size_t bytes) { return pad.get_shmem((bytes + 7) / 8 * 8); };
     SimplexWorkspace w;
     w.n = n;
     w.m = m;
-    auto* c = static_cast<double*>(take(static_cast<std::size_t>(arcs) * sizeof(double)));
-    w.cost = c;
-    auto reals = [&]() { return static_cast<double*>(take(static_cast<std::size_t>(count) * sizeof(double))); };
-    auto ints = [&]() {
-      return static_cast<std::int32_t*>(take(static_cast<std::size_t>(count) * sizeof(std::int32_t)));
-    };
-    w.supply = reals();
-    w.flow = reals();
-    w.pi = reals();
-    w.parent = ints();
-    w.thread = ints();
-    w.rev_thread = ints();
-    w.succ = ints();
-    w.last = ints();
-    w.stem = ints();
-    w.stem_last = ints();
-    w.stem_prev = ints();
-    w.stem_after = ints();
-    w.stem_succ = ints();
-    w.up = static_cast<std::int8_t*>(take(static_cast<std::size_t>(count)));
-    w.state = static_cast<std::int8_t*>(take(static_cast<std::size_t>(arcs)));
-    host_costs(s, c);
+    char* pad = static_cast<char*>(team.team_scratch(1).get_shmem(scratch_bytes(arcs, count)));
+    lay_out_pad(pad, arcs, count, w);
+    host_costs(s, reinterpret_cast<double*>(pad));  // the costs open the pad (w.cost)
     solve(s, w);
 #else
     (void)team;
