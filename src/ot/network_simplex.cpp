@@ -157,7 +157,6 @@ struct EmdCosts {
   Vector<double> cost;
   Vector<const std::int32_t> active;
   Matrix<const T> points;
-  Matrix<const double> points_t;  // the pool, coordinate-major (host kernel)
   Vector<const double> norms;
   Cost kind;
 
@@ -170,26 +169,10 @@ struct EmdCosts {
     const std::int64_t source = slots(s, f_source_point);
     const std::int64_t target = slots(s, f_target_point);
     const auto target_of = [=](const std::int64_t j) { return target + cols[j]; };
-#ifndef KOTML_DEVICE_PASS
-    // Every target point active: the targets are consecutive pool rows, which
-    // the host SIMD kernel reads from the transposed pool.
-    const bool consecutive = m == slots(s, f_cols_all) && points_t.extent(0) > 0;
-#endif
     Kokkos::parallel_for(
         Kokkos::TeamThreadRange(team, blocks(team.league_rank(), 1), blocks(team.league_rank(), 2)),
         [&](const std::int64_t i) {
           double* row = base + i * m;
-#ifndef KOTML_DEVICE_PASS
-          if (consecutive) {
-            const std::int64_t stride = static_cast<std::int64_t>(points_t.extent(1));
-            const std::int64_t x = source + rows[i];
-            detail::cost_row_host(kind, points_t.data() + x, points_t.data() + target, stride,
-                                  static_cast<int>(points_t.extent(0)), m,
-                                  kind == Cost::cosine ? norms(x) : 0.0,
-                                  kind == Cost::cosine ? norms.data() + target : nullptr, row, false);
-            return;
-          }
-#endif
           detail::cost_row(team, kind, points, source + rows[i], target_of, m, norms,
                            [&](const std::int64_t j, const double v) { row[j] = v; });
         });
@@ -568,8 +551,7 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
     if (!fused) {
       auto blocks = detail::make_blocks(shape, members, true);
       Kokkos::parallel_for("kotml::ot::emd_costs", detail::line_policy(blocks.extent(0)),
-                           EmdCosts<T>{blocks, slots, cost_buffer, active_device, clouds.points(), points_t, norms,
-                                       cost});
+                           EmdCosts<T>{blocks, slots, cost_buffer, active_device, clouds.points(), norms, cost});
     }
 
     // Largest problems first, so that the dynamic schedule ends evenly.
