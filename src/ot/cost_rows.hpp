@@ -19,7 +19,7 @@
 #include "kotml/core/math.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/ot/cost.hpp"
-#include "row_lse.hpp"
+#include "kotml/ot/lse.hpp"
 
 namespace kotml::ot::detail {
 

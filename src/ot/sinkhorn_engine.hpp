@@ -9,7 +9,7 @@
 // one is split into blocks of consecutive rows (or columns), one team per block,
 // with a launch per half-step, so a batch of small problems and one large
 // problem both fill the machine. Each row's log-sum-exp is one fixed sequence of
-// operations (row_lse.hpp) and per-row partial results are summed per slot in
+// operations (kotml/ot/lse.hpp) and per-row partial results are summed per slot in
 // row order: the result of a slot does not depend on the path, the block size,
 // the team size, the thread count or the other slots.
 
@@ -24,7 +24,7 @@
 #include "kotml/ot/cost.hpp"
 #include "kotml/ot/fast_exp.hpp"
 #include "kotml/ot/sinkhorn.hpp"
-#include "row_lse.hpp"
+#include "kotml/ot/lse.hpp"
 
 namespace kotml::ot::detail {
 

@@ -63,3 +63,85 @@ TEST(ExactSum, AllreduceIsTheSameForAnyRankCount) {
   const auto expected = serial.local_total();
   for (int k = 0; k < width; ++k) EXPECT_EQ(total[static_cast<std::size_t>(k)], expected[static_cast<std::size_t>(k)]);
 }
+
+// ------------------------------------------------------- the device half
+
+namespace {
+
+using kotml::dist::UnitFixed;
+using kotml::dist::WideFixed;
+
+std::vector<double> mixed_values(std::size_t count, std::uint64_t seed, double low_exp, double high_exp) {
+  std::mt19937_64 gen(seed);
+  std::vector<double> values(count);
+  for (auto& v : values) {
+    const double mag = std::pow(2.0, std::uniform_real_distribution<double>(low_exp, high_exp)(gen));
+    v = std::uniform_real_distribution<double>(-1, 1)(gen) * mag;
+  }
+  return values;
+}
+
+/// Deposits every value atomically from a kernel into one fixed-point number.
+template <class Fixed>
+double kernel_total(const std::vector<double>& values) {
+  Kokkos::View<double*, kotml::MemSpace> v("values", values.size());
+  Kokkos::deep_copy(v, Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                           values.data(), values.size()));
+  Kokkos::View<std::int64_t*, kotml::MemSpace> limbs("limbs", Fixed::limbs);
+  Kokkos::View<int, kotml::MemSpace> rejected("rejected");
+  Kokkos::parallel_for(
+      "deposit", Kokkos::RangePolicy<kotml::ExecSpace>(0, values.size()), KOKKOS_LAMBDA(const std::int64_t i) {
+        if (!Fixed::atomic_deposit(limbs.data(), v(i))) Kokkos::atomic_add(&rejected(), 1);
+      });
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), limbs);
+  int bad = 0;
+  Kokkos::deep_copy(bad, rejected);
+  EXPECT_EQ(bad, 0);
+  return Fixed::to_double(host.data());
+}
+
+}  // namespace
+
+TEST(FixedPoint, KernelDepositsEqualExactSum) {
+  const auto values = mixed_values(20000, 7, -40, 60);
+  ExactSum host(1);
+  for (double v : values) host.add(0, v);
+  EXPECT_EQ(kernel_total<WideFixed>(values), host.local_total()[0]);
+}
+
+TEST(FixedPoint, UnitRangeIsCorrectlyRoundedForSumsOfExponentials) {
+  // Terms of a shifted log-sum-exp: in (0, 1], many tiny.
+  std::vector<double> values = mixed_values(5000, 3, -70, 0);
+  for (auto& v : values) v = std::fabs(v);
+  long double reference = 0;
+  for (double v : values) reference += v;
+  const double total = kernel_total<UnitFixed>(values);
+  // Truncation below 2^-84 loses at most 5000·2^-84 in all.
+  EXPECT_NEAR(total, static_cast<double>(reference), 5000 * std::ldexp(1.0, -84) + 1e-16 * total);
+  std::reverse(values.begin(), values.end());
+  EXPECT_EQ(kernel_total<UnitFixed>(values), total);
+}
+
+TEST(FixedPoint, RefusesWhatItCannotHold) {
+  std::int64_t parts[3];
+  int first = 0;
+  EXPECT_FALSE(UnitFixed::split(std::ldexp(1.0, 32), parts, first));
+  EXPECT_TRUE(UnitFixed::split(std::ldexp(1.0, 32) * 0.75, parts, first));
+  EXPECT_FALSE(UnitFixed::split(std::nan(""), parts, first));
+  EXPECT_FALSE(UnitFixed::split(-INFINITY, parts, first));
+  EXPECT_TRUE(UnitFixed::split(std::ldexp(1.0, -90), parts, first));  // truncated to zero
+  EXPECT_EQ(parts[0] | parts[1] | parts[2], 0);
+  // Subnormals and negative values round-trip through the wide range.
+  for (double x : {std::ldexp(1.0, -150), -3.25e-20, 1e30, -std::ldexp(1.0, 115)}) {
+    std::int64_t limbs[WideFixed::limbs] = {};
+    ASSERT_TRUE(WideFixed::deposit(limbs, x));
+    EXPECT_EQ(WideFixed::to_double(limbs), x);
+  }
+}
+
+TEST(FixedPoint, PoisonedSumsAreOutOfEveryAcceptedRange) {
+  std::int64_t limbs[UnitFixed::limbs] = {};
+  ASSERT_TRUE(UnitFixed::deposit(limbs, 0.5));
+  UnitFixed::poison(limbs);
+  EXPECT_GE(UnitFixed::to_double(limbs), std::ldexp(1.0, 50));
+}

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "../../src/ot/row_lse.hpp"
+#include "kotml/ot/lse.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/core/types.hpp"
 

@@ -6,6 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
+
 // Defined while a GPU compiler translates device code. Kernel bodies that call
 // host-only SIMD helpers on CPU backends keep a portable loop under it.
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__SYCL_DEVICE_ONLY__)
@@ -39,6 +41,23 @@ using impl::lgamma;
 using impl::cos;
 using impl::sin;
 using impl::atan2;
+
+/// a·b + c rounded once (IEEE fused multiply-add) on every backend, so that a
+/// sum built from it has the same bits on CPUs and GPUs. (Kokkos 3.4 has no fma.)
+KOKKOS_FORCEINLINE_FUNCTION float fma(float a, float b, float c) {
+#ifdef KOTML_DEVICE_PASS
+  return ::fmaf(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+KOKKOS_FORCEINLINE_FUNCTION double fma(double a, double b, double c) {
+#ifdef KOTML_DEVICE_PASS
+  return ::fma(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
 
 template <class T>
 KOKKOS_INLINE_FUNCTION constexpr T min(T a, T b) { return b < a ? b : a; }

@@ -1,32 +1,34 @@
 #pragma once
-// Exact, order-independent summation of double vectors across units and ranks.
+// Exact, order-independent summation of double vectors across units and ranks:
+// the host half of dist/fixed_point.hpp.
 //
-// Each value is split into 32-bit limbs of one wide fixed-point number (bits from
-// 2^-160 up to 2^128) and the limbs are added as 64-bit integers. Integer addition
-// is associative, so the total does not depend on the order of the additions: not
-// on how units are spread over ranks, not on MPI's reduction tree. That is what
-// makes a learned metric bit-identical on 1, 2 or 3 ranks. The cost is a few
-// integer operations per value and an allreduce of limbs·width int64.
+// Each value is deposited into one wide fixed-point number per element
+// (WideFixed: bits from 2^-160; values below 2^116) whose 32-bit limbs are added
+// as 64-bit integers. Integer addition is associative, so the total does not
+// depend on the order of the additions: not on how units are spread over ranks,
+// not on MPI's reduction tree. That is what makes a learned metric bit-identical
+// on 1, 2 or 3 ranks. The cost is a few integer operations per value and an
+// allreduce of limbs·width int64.
 
 #include <cstdint>
 #include <vector>
 
 #include "kotml/dist/comm.hpp"
+#include "kotml/dist/fixed_point.hpp"
 
 namespace kotml::dist {
 
 class ExactSum {
  public:
-  static constexpr int limb_bits = 32;
-  static constexpr int lowest_exponent = -160;  // values below 2^-160 are dropped
-  static constexpr int limbs = 9;                // up to 2^128
+  using Fixed = WideFixed;
+  static constexpr int limbs = Fixed::limbs;
 
   explicit ExactSum(std::size_t width);
 
   std::size_t width() const { return width_; }
 
   /// Adds values[0..width) element-wise. Throws Error for values that are not
-  /// finite or too large (|x| ≥ 2^90) to be held.
+  /// finite or too large (|x| ≥ 2^116) to be held.
   void add(const double* values);
   void add(const std::vector<double>& values) { add(values.data()); }
   /// Adds one element.

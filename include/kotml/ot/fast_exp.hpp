@@ -20,30 +20,13 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <cstring>
+
+#include "kotml/core/bit_cast.hpp"
 
 namespace kotml::ot {
 
 namespace fast_exp_detail {
-
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_bit_cast)
-#define KOTML_FAST_EXP_BUILTIN_BIT_CAST 1
-#endif
-#endif
-
-template <class To, class From>
-KOKKOS_FORCEINLINE_FUNCTION To bit_cast(const From& from) {
-  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
-#ifdef KOTML_FAST_EXP_BUILTIN_BIT_CAST
-  return __builtin_bit_cast(To, from);
-#else
-  To to;
-  memcpy(&to, &from, sizeof(To));
-  return to;
-#endif
-}
-
+using kotml::bit_cast;
 }  // namespace fast_exp_detail
 
 KOKKOS_FORCEINLINE_FUNCTION double fast_exp(double x) {

@@ -1,4 +1,4 @@
-// Host versions of the row log-sum-exp (see row_lse.hpp). The loops keep W
+// Host versions of the log-sum-exp family (see kotml/ot/lse.hpp). For rows: The loops keep W
 // independent accumulators, which compilers map onto SIMD registers without
 // reordering any sum: lane l always adds terms j ≡ l (mod W) in increasing j,
 // and the lanes are combined in a fixed pairwise tree.
@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "kotml/core/simd_clones.hpp"
-#include "row_lse.hpp"
+#include "kotml/ot/lse.hpp"
 #include "unroll.hpp"
 
 namespace kotml::ot::detail {
@@ -140,6 +140,33 @@ double row_transport_host(const double* c, const double* h, std::int64_t m, doub
 KOTML_SIMD_CLONES
 double row_transport_host(const float* c, const float* h, std::int64_t m, float s, float own, float* plan) {
   return row_transport_lanes<float, 16>(c, h, m, s, own, plan);
+}
+
+// Columns: the portable bodies, compiled per SIMD level; the lanes run across
+// the columns of a tile row, so no sum is reordered.
+
+KOTML_SIMD_CLONES
+void column_max_tile_host(const double* c, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                          const double* u, double s, double* top) {
+  column_max_tile<double>(c, ld, rows, width, u, s, top);
+}
+
+KOTML_SIMD_CLONES
+void column_max_tile_host(const float* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const float* u,
+                          float s, float* top) {
+  column_max_tile<float>(c, ld, rows, width, u, s, top);
+}
+
+KOTML_SIMD_CLONES
+void column_sum_tile_host(const double* c, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                          const double* u, double s, const double* shift, double* acc) {
+  column_sum_tile<double>(c, ld, rows, width, u, s, shift, acc);
+}
+
+KOTML_SIMD_CLONES
+void column_sum_tile_host(const float* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const float* u,
+                          float s, const float* shift, float* acc) {
+  column_sum_tile<float>(c, ld, rows, width, u, s, shift, acc);
 }
 
 }  // namespace kotml::ot::detail

@@ -1,0 +1,209 @@
+#pragma once
+// Entropic OT between point sets too large for one rank: one log-domain
+// Sinkhorn problem whose costs are read tile by tile, stored when they fit the
+// rank's memory budget and recomputed from the points otherwise, with the rows
+// of x spread over MPI ranks. Semantics are those of OTT-JAX 0.6
+// (ott.solvers.linear.sinkhorn.Sinkhorn, lse_mode, on a PointCloud).
+//
+// Problem. Points x_i (n, split over ranks) and y_j (m, on every rank), weights
+// a ≥ 0 and b ≥ 0, cost c_ij (point_cost.hpp), ε > 0, and τ_a, τ_b ∈ (0, 1]
+// (marginal penalties ρ = ε·τ/(1−τ); τ = 1 holds a marginal exactly). The plan
+// is never stored; it is
+//
+//   T_ij = exp((f_i + g_j − c_ij) / ε)                      (OTT's convention:
+//                                                            a and b enter only
+//                                                            through the updates)
+//
+// Iteration t (ε_t = ε·max(init·decay^t, 1), OTT's Epsilon scheduler; ε_t = ε
+// without ε-scaling), from f = g = 0 (−∞ where a weight is 0) or a warm start:
+//
+//   g_j ← τ_b·(ε_t log b_j − ε_t LSE_i((f_i − c_ij)/ε_t))   then
+//   f_i ← τ_a·(ε_t log a_i − ε_t LSE_j((g_j − c_ij)/ε_t))   (alternating), or
+//
+//   both from the previous (f, g), each averaged half-and-half with its old
+//   value (symmetric; OTT's parallel_dual_updates with momentum 0.5).
+//
+// Iterations run in blocks of `inner_iterations`, as OTT's fixed-point loop
+// runs them (so max_iterations rounds up to a whole number of blocks). After
+// each block the error of the current (f, g) is recorded, with ε (not ε_t) in
+// the marginals:
+//   balanced, alternating:  ‖Tᵀ1 − b‖₁
+//   otherwise:              ‖T1 − ∇_a‖₁ + ‖Tᵀ1 − ∇_b‖₁,  ∇_a = a·exp(−f/ρ_a)
+//                           (∇ = the weight itself when τ = 1)
+// and the solve stops after the first error below `threshold` (converged), at a
+// non-finite error (numerical_error), or after the last block (max_iter). The
+// log-sum-exps an error needs are those of the next update, so checks cost no
+// extra pass over the costs.
+//
+// Tiles and distribution. Rows are cut into tiles of RowBlock::tile_rows rows,
+// global and aligned, and every rank owns whole tiles (RowBlock::of); columns
+// into tiles of 256. A rank holds its rows of x and all of y.
+//   * Row updates are local: one thread per row tile walks the column tiles in
+//     order, merging per-tile log-sum-exps: a row's result does not depend on
+//     the rank count or the thread count.
+//   * Column updates need every rank's rows. Each column's sum
+//     Σ_i exp((f_i − c_ij)/ε − s_j) is taken per global row tile (rows in order),
+//     then deposited into 128-bit fixed point (dist/fixed_point.hpp), and the
+//     fixed-point numbers are summed over ranks with one MPI_Allreduce of
+//     4·m int64 per half-step. Integer sums are exact in any order, so g is
+//     bit-identical for any rank count. The shift s_j is the column's log-sum-exp
+//     of the previous update (known alike on every rank); where a total leaves
+//     [2^-20, 2^30] (a stale shift early on), that half-step is redone with the
+//     exact column maxima (one MPI_MAX allreduce) as shifts.
+//   * Where y does not fit a rank either, the next step is a ring: y in blocks,
+//     each rank's block passed on after every column sweep, with the fixed-point
+//     column sums travelling with their block. Not built.
+//
+// Cost storage. A tile is computed by a register-blocked product X̂·Ŷᵀ (host
+// SIMD clones; fused multiply-adds in feature order) plus the norms and label
+// terms, in a thread's scratch pad right before its exps, so it never goes back
+// to memory. When the rank's whole tile set fits `cost_memory`, tiles are
+// computed once and stored (tile-major), and every later half-step only reads
+// them. Stored and recomputed tiles are the same bits, so the choice never
+// changes a result.
+//
+// Precision: T (float or double) is the type of the points, costs, exps and
+// per-tile sums; potentials and log-sum-exps are kept in double.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
+#include "kotml/ot/batch.hpp"
+#include "kotml/ot/point_cost.hpp"
+
+namespace kotml::ot {
+
+/// This rank's rows of x: [begin, begin + count) of `total`, begin a multiple of
+/// tile_rows.
+struct RowBlock {
+  static constexpr std::int64_t tile_rows = 64;
+  std::int64_t total = 0;
+  std::int64_t begin = 0;
+  std::int64_t count = 0;
+
+  /// Rank `rank` of `ranks`: whole row tiles, as even as possible, in rank order.
+  static RowBlock of(std::int64_t total, int ranks, int rank);
+};
+
+/// One side's points (LayoutRight rows), weights and, with a label term, labels.
+template <class T>
+struct TiledPoints {
+  Matrix<const T> points;
+  Vector<const double> weights;
+  Vector<const std::int32_t> labels;
+};
+
+enum class CostStorage { automatic, stored, online };
+enum class DualUpdates { alternating, symmetric };
+
+/// "automatic", "stored", "online" / "alternating", "symmetric"; parse_* throw
+/// Error::option(option, ...) listing the choices.
+const char* storage_name(CostStorage storage);
+CostStorage parse_storage(const std::string& name, const std::string& option = "cost-storage");
+const char* updates_name(DualUpdates updates);
+DualUpdates parse_updates(const std::string& name, const std::string& option = "updates");
+
+struct TiledSinkhornOptions {
+  double epsilon = 0.05;
+  bool relative_epsilon = false;  // ε · mean of all n·m costs (OTT relative_epsilon="mean")
+  double tau_a = 1.0;
+  double tau_b = 1.0;
+  double threshold = 1e-3;
+  int inner_iterations = 10;
+  int max_iterations = 2000;
+  DualUpdates updates = DualUpdates::alternating;
+  double epsilon_init = 1.0;   // ε-scaling: ε_t = ε·max(epsilon_init·epsilon_decay^t, 1)
+  double epsilon_decay = 1.0;  // ≤ 1
+  CostStorage storage = CostStorage::automatic;
+  std::size_t cost_memory = 0;  // bytes per rank for stored costs; 0: a quarter of the rank's free memory
+
+  /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1], threshold
+  /// < 0, inner_iterations < 1, max_iterations < 1, epsilon_init < 1 or
+  /// epsilon_decay outside (0, 1].
+  void validate() const;
+  bool balanced() const { return tau_a == 1.0 && tau_b == 1.0; }
+};
+
+struct TiledSinkhornReport {
+  int iterations = 0;
+  std::vector<double> errors;  // one per check, in order
+  bool converged = false;
+  SolveStatus status = SolveStatus::max_iter;
+  double epsilon = 0;          // the absolute target ε
+  bool stored = false;         // costs stored, or recomputed per tile
+  std::size_t stored_bytes = 0;  // the largest rank's bytes for stored costs
+  std::size_t cost_memory = 0;   // the smallest rank's budget that decided
+  std::int64_t tile_sweeps = 0;     // passes over every tile of a rank
+  std::int64_t shift_retries = 0;   // column half-steps redone with exact maxima
+  double seconds = 0;               // solve time on rank 0
+};
+
+/// Sums over the blocks (row group p, column group q) of selected cells.
+struct PlanBlockSums {
+  std::int32_t row_groups = 0, col_groups = 0;
+  std::vector<double> mass;        // Σ T_ij          (p·col_groups + q)
+  std::vector<double> cost;        // Σ T_ij c_ij
+  std::vector<double> plain_cost;  // Σ c_ij
+  std::vector<std::int64_t> count; // cells
+};
+
+template <class T>
+class TiledSinkhorn {
+ public:
+  /// Collective. x: this rank's rows (rows.count of them), y: all m columns.
+  /// Checks shapes, weights (finite, ≥ 0, positive total over all ranks) and
+  /// labels, and throws Error (agreed on every rank) for bad input.
+  TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, const TiledPoints<T>& x,
+                const TiledPoints<T>& y, const PointCost& cost, const TiledSinkhornOptions& options);
+  ~TiledSinkhorn();
+  TiledSinkhorn(const TiledSinkhorn&) = delete;
+  TiledSinkhorn& operator=(const TiledSinkhorn&) = delete;
+
+  /// Warm start (OTT's convention): this rank's f and all of g.
+  void set_potentials(const std::vector<double>& f_local, const std::vector<double>& g);
+
+  /// Collective. Iterates from the potentials held (zeros, or a warm start).
+  TiledSinkhornReport solve();
+
+  /// The potentials: this rank's rows of f, every column of g.
+  std::vector<double> f() const;
+  std::vector<double> g() const;
+  /// The absolute ε (after a relative one is resolved). Collective on first use.
+  double epsilon();
+
+  // ---- the plan, applied tile by tile from the potentials held (collective)
+
+  /// out(q, j) = Σ over all ranks' rows i with group_i = q of T_ij·u_i (q <
+  /// n_groups, j < m), summed exactly: identical on every rank, for any rank
+  /// count. u and groups: this rank's rows. Row-major n_groups × m.
+  std::vector<double> transpose_apply(const std::vector<double>& u, const std::vector<std::int32_t>& groups,
+                                      std::int32_t n_groups);
+  /// out(i, q) = Σ over columns j with group_j = q of T_ij·v_j, this rank's rows
+  /// (row-major count × n_groups).
+  std::vector<double> apply(const std::vector<double>& v, const std::vector<std::int32_t>& groups,
+                            std::int32_t n_groups);
+  /// Block sums over cells whose row group and column group are ≥ 0 (−1: not
+  /// selected), summed exactly over ranks.
+  PlanBlockSums block_sums(const std::vector<std::int32_t>& row_groups, std::int32_t n_row_groups,
+                           const std::vector<std::int32_t>& col_groups, std::int32_t n_col_groups);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class TiledSinkhorn<float>;
+extern template class TiledSinkhorn<double>;
+
+/// Bytes a rank may give to stored costs by default: a quarter of the memory
+/// available to it (MemAvailable over the ranks sharing the node).
+std::size_t default_cost_memory(const dist::Comm& comm);
+
+}  // namespace kotml::ot

@@ -1,0 +1,798 @@
+#include "kotml/ot/tiled_sinkhorn.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/core/region.hpp"
+#include "kotml/dist/exact_sum.hpp"
+#include "tiled_sweeps.hpp"
+
+namespace kotml::ot {
+
+// ------------------------------------------------------------- small parts
+
+RowBlock RowBlock::of(std::int64_t total, int ranks, int rank) {
+  const std::int64_t tiles = (total + tile_rows - 1) / tile_rows;
+  const std::int64_t per = tiles / ranks, extra = tiles % ranks;
+  const std::int64_t first = rank * per + std::min<std::int64_t>(rank, extra);
+  const std::int64_t last = first + per + (rank < extra ? 1 : 0);
+  RowBlock block;
+  block.total = total;
+  block.begin = std::min(first * tile_rows, total);
+  block.count = std::min(last * tile_rows, total) - block.begin;
+  return block;
+}
+
+const char* storage_name(CostStorage storage) {
+  switch (storage) {
+    case CostStorage::automatic: return "automatic";
+    case CostStorage::stored: return "stored";
+    case CostStorage::online: return "online";
+  }
+  return "?";
+}
+
+CostStorage parse_storage(const std::string& name, const std::string& option) {
+  for (auto s : {CostStorage::automatic, CostStorage::stored, CostStorage::online})
+    if (name == storage_name(s)) return s;
+  throw Error::option(option, "must be automatic, stored or online, got '" + name + "'");
+}
+
+const char* updates_name(DualUpdates updates) {
+  return updates == DualUpdates::alternating ? "alternating" : "symmetric";
+}
+
+DualUpdates parse_updates(const std::string& name, const std::string& option) {
+  if (name == "alternating") return DualUpdates::alternating;
+  if (name == "symmetric") return DualUpdates::symmetric;
+  throw Error::option(option, "must be alternating or symmetric, got '" + name + "'");
+}
+
+void TiledSinkhornOptions::validate() const {
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    throw Error::option("epsilon", "must be positive and finite, got " + std::to_string(epsilon));
+  if (!(tau_a > 0 && tau_a <= 1)) throw Error::option("tau-a", "must be in (0, 1], got " + std::to_string(tau_a));
+  if (!(tau_b > 0 && tau_b <= 1)) throw Error::option("tau-b", "must be in (0, 1], got " + std::to_string(tau_b));
+  if (!(threshold >= 0) || !std::isfinite(threshold))
+    throw Error::option("threshold", "must be zero or positive, got " + std::to_string(threshold));
+  if (inner_iterations < 1)
+    throw Error::option("inner-iterations", "must be at least 1, got " + std::to_string(inner_iterations));
+  if (max_iterations < 1)
+    throw Error::option("max-iter", "must be at least 1, got " + std::to_string(max_iterations));
+  if (!(epsilon_init >= 1) || !std::isfinite(epsilon_init))
+    throw Error::option("epsilon-init", "must be at least 1 (a multiple of epsilon), got " +
+                                            std::to_string(epsilon_init));
+  if (!(epsilon_decay > 0 && epsilon_decay <= 1))
+    throw Error::option("epsilon-decay", "must be in (0, 1], got " + std::to_string(epsilon_decay));
+}
+
+std::size_t default_cost_memory(const dist::Comm& comm) {
+  std::size_t available = std::size_t(4) << 30;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream fields(line.substr(13));
+      std::size_t kib = 0;
+      if (fields >> kib) available = kib * 1024;
+      break;
+    }
+  }
+  MPI_Comm node;
+  MPI_Comm_split_type(comm.raw(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node);
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  return available / static_cast<std::size_t>(std::max(local, 1)) / 4;
+}
+
+namespace detail {
+
+TilePolicy tile_policy(std::int64_t units, std::size_t scratch_bytes) {
+  TilePolicy policy = [&] {
+    if constexpr (std::is_same<ExecSpace::memory_space, HostSpace>::value)
+      return TilePolicy(static_cast<int>(units), 1, 1);
+    else
+      return TilePolicy(static_cast<int>(units), Kokkos::AUTO, 32);
+  }();
+  return policy.set_scratch_size(1, Kokkos::PerTeam(static_cast<int>(scratch_bytes)));
+}
+
+namespace {
+
+/// Fills the stored costs: one team per tile.
+template <class T>
+struct FillTiles {
+  TileCostData<T> costs;  // stored empty: compute
+  Vector<T> stored;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank() / costs.col_tiles, J = team.league_rank() % costs.col_tiles;
+    costs.compute(team, I, J, stored.data() + (I * costs.col_tiles + J) * tile_entries);
+  }
+};
+
+/// ‖x_i‖² (sqeuclidean) or ‖x_i‖ (cosine), accumulated in double, then rounded to T.
+template <class T>
+Vector<T> point_norms(const Matrix<const T>& points, Cost kind, std::int64_t padded, const char* label) {
+  Vector<T> norms(std::string(label), padded);
+  const std::int64_t dim = points.extent(1);
+  const bool root = kind == Cost::cosine;
+  Kokkos::parallel_for(
+      "kotml::ot::tiled_norms", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        double s = 0;
+        for (std::int64_t k = 0; k < dim; ++k) s += static_cast<double>(points(i, k)) * static_cast<double>(points(i, k));
+        norms(i) = static_cast<T>(root ? kmath::sqrt(s) : s);
+      });
+  return norms;
+}
+
+/// y in column tiles, each k-major, zero past m.
+template <class T>
+Vector<T> pack_columns(const Matrix<const T>& y, std::int64_t col_tiles) {
+  const std::int64_t m = y.extent(0), dim = y.extent(1);
+  Vector<T> packed("kotml::ot::tiled_y_packed", col_tiles * dim * tile_cols);
+  Kokkos::parallel_for(
+      "kotml::ot::tiled_pack_y", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(const std::int64_t j) {
+        const std::int64_t J = j / tile_cols, c = j % tile_cols;
+        for (std::int64_t k = 0; k < dim; ++k) packed((J * dim + k) * tile_cols + c) = y(j, k);
+      });
+  return packed;
+}
+
+template <class T>
+std::int64_t count_non_finite(const Matrix<const T>& points) {
+  const std::int64_t dim = points.extent(1);
+  std::int64_t bad = 0;
+  Kokkos::parallel_reduce(
+      "kotml::ot::tiled_check_points", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i, std::int64_t& count) {
+        for (std::int64_t k = 0; k < dim; ++k)
+          if (!kmath::isfinite(points(i, k))) ++count;
+      },
+      bad);
+  return bad;
+}
+
+template <class V>
+std::vector<typename V::non_const_value_type> to_host(const V& view) {
+  auto mirror = Kokkos::create_mirror_view_and_copy(HostSpace(), view);
+  return std::vector<typename V::non_const_value_type>(mirror.data(), mirror.data() + mirror.extent(0));
+}
+
+template <class T>
+void copy_to(const Vector<T>& view, const std::vector<T>& host) {
+  Kokkos::deep_copy(view, Kokkos::View<const T*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                              host.data(), host.size()));
+}
+
+}  // namespace
+}  // namespace detail
+
+// ------------------------------------------------------------------ engine
+
+template <class T>
+struct TiledSinkhorn<T>::Impl {
+  using Data = detail::TileCostData<T>;
+  static constexpr std::int64_t tile_rows = detail::tile_rows;
+  static constexpr std::int64_t tile_cols = detail::tile_cols;
+  // A shifted column total is accepted in this range: the shift was close
+  // enough that no term overflowed and the largest is a normal number.
+  static constexpr double accept_low = 0x1p-20, accept_high = 0x1p30;
+
+  const dist::Comm* comm = nullptr;
+  RowBlock rows;
+  std::int64_t m = 0;
+  PointCost cost;
+  TiledSinkhornOptions options;
+  Data data;
+  Vector<T> stored;
+  std::size_t stored_bytes = 0, budget = 0;
+
+  std::vector<double> a, b, log_a, log_b;  // this rank's rows; all columns
+  std::vector<double> f, g;                // potentials (OTT convention)
+  Vector<T> u, h;                          // f/ε, g/ε (padded, −∞ past the end)
+  Vector<double> lse_row;                  // this rank's rows
+  Vector<T> shift, top;                    // per padded column
+  detail::Limbs limbs;                     // padded columns × column_limbs
+
+  // The last column log-sum-exps (for f as it is now, at eps_of_col) and the
+  // last row log-sum-exps (for g as it is now, at eps_of_row).
+  std::vector<double> col_lse, row_lse;
+  double eps_of_col = -1, eps_of_row = -1;
+  bool have_shift = false;
+
+  double epsilon = -1;
+  std::int64_t sweeps = 0, retries = 0;
+
+  std::int64_t padded_rows() const { return data.row_tiles * tile_rows; }
+  std::int64_t padded_cols() const { return data.col_tiles * tile_cols; }
+
+  // ---------------------------------------------------------- scaling
+
+  void scale_rows(const std::vector<double>& pot, double eps) {
+    std::vector<T> host(static_cast<std::size_t>(padded_rows()), -std::numeric_limits<T>::infinity());
+    for (std::size_t i = 0; i < pot.size(); ++i) host[i] = static_cast<T>(pot[i] / eps);
+    detail::copy_to(u, host);
+  }
+  void scale_cols(const std::vector<double>& pot, double eps) {
+    std::vector<T> host(static_cast<std::size_t>(padded_cols()), -std::numeric_limits<T>::infinity());
+    for (std::size_t j = 0; j < pot.size(); ++j) host[j] = static_cast<T>(pot[j] / eps);
+    detail::copy_to(h, host);
+  }
+
+  // ----------------------------------------------------------- sweeps
+
+  void launch_rows(double eps, bool cost_sums) {
+    detail::RowSweep<T> sweep{data, h, static_cast<T>(1.0 / eps), lse_row, cost_sums};
+    Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
+    Kokkos::fence();
+    ++sweeps;
+  }
+
+  /// LSE_j (g_j − c_ij)/eps for this rank's rows.
+  std::vector<double> rows_lse(double eps) {
+    ProfilingRegion region("kotml::ot::tiled_row_update");
+    scale_cols(g, eps);
+    launch_rows(eps, false);
+    return detail::to_host(lse_row);
+  }
+
+  void launch_columns(double eps, bool max_mode) {
+    detail::ColumnSweep<T> sweep{data, u, static_cast<T>(1.0 / eps), shift, top, limbs, max_mode};
+    if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
+    Kokkos::parallel_for("kotml::ot::tiled_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
+                         sweep);
+    Kokkos::fence();
+    ++sweeps;
+  }
+
+  /// Column maxima over all ranks, as the shifts.
+  void exact_shifts(double eps) {
+    launch_columns(eps, true);
+    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), top);
+    if (comm->size() > 1)
+      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(host.extent(0)),
+                    std::is_same<T, float>::value ? MPI_FLOAT : MPI_DOUBLE, MPI_MAX, comm->raw());
+    for (std::int64_t j = 0; j < m; ++j)
+      if (!(host(j) > -std::numeric_limits<T>::infinity())) host(j) = T(0);  // no mass: any shift
+    Kokkos::deep_copy(shift, host);
+  }
+
+  /// Sums the per-rank fixed-point column totals over ranks; returns the
+  /// column totals in double.
+  std::vector<double> reduce_columns(const detail::Limbs& source, std::int64_t columns) {
+    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), source);
+    using Fixed = detail::ColumnFixed;
+    for (std::int64_t j = 0; j < columns; ++j) Fixed::carry(host.data() + j * Fixed::limbs);
+    if (comm->size() > 1)
+      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(columns * Fixed::limbs), MPI_INT64_T, MPI_SUM,
+                    comm->raw());
+    std::vector<double> total(static_cast<std::size_t>(columns));
+    for (std::int64_t j = 0; j < columns; ++j) total[static_cast<std::size_t>(j)] = Fixed::to_double(host.data() + j * Fixed::limbs);
+    return total;
+  }
+
+  /// Turns shifted totals into log-sum-exps; false if a total is out of range.
+  bool finish_columns(const std::vector<double>& total, std::vector<double>& lse, bool strict) {
+    auto shifts = detail::to_host(shift);
+    lse.assign(static_cast<std::size_t>(m), 0.0);
+    for (std::int64_t j = 0; j < m; ++j) {
+      const double t = total[static_cast<std::size_t>(j)];
+      if (strict && !(t >= accept_low && t <= accept_high)) return false;
+      lse[static_cast<std::size_t>(j)] =
+          t > 0 ? static_cast<double>(shifts[static_cast<std::size_t>(j)]) + std::log(t) : -std::numeric_limits<double>::infinity();
+    }
+    return true;
+  }
+
+  /// LSE_i (f_i − c_ij)/eps over every rank's rows, for all columns; identical
+  /// bits on every rank and for any rank count.
+  std::vector<double> columns_lse(double eps) {
+    ProfilingRegion region("kotml::ot::tiled_column_update");
+    scale_rows(f, eps);
+    std::vector<double> lse;
+    if (have_shift) {
+      set_shifts_from(col_lse);
+      launch_columns(eps, false);
+      if (finish_columns(reduce_columns(limbs, padded_cols()), lse, true)) return lse;
+      ++retries;
+    }
+    exact_shifts(eps);
+    launch_columns(eps, false);
+    finish_columns(reduce_columns(limbs, padded_cols()), lse, false);
+    have_shift = true;
+    return lse;
+  }
+
+  void set_shifts_from(const std::vector<double>& lse) {
+    std::vector<T> host(static_cast<std::size_t>(padded_cols()), T(0));
+    for (std::int64_t j = 0; j < m; ++j) {
+      const double v = lse[static_cast<std::size_t>(j)];
+      host[static_cast<std::size_t>(j)] = std::isfinite(v) ? static_cast<T>(v) : T(0);
+    }
+    detail::copy_to(shift, host);
+  }
+
+  /// Both log-sum-exps from one sweep (symmetric updates).
+  void both_lse(double eps, std::vector<double>& rows_out, std::vector<double>& cols_out) {
+    ProfilingRegion region("kotml::ot::tiled_both_updates");
+    scale_rows(f, eps);
+    scale_cols(g, eps);
+    if (!have_shift) exact_shifts(eps);
+    else set_shifts_from(col_lse);
+    Kokkos::deep_copy(limbs, std::int64_t(0));
+    detail::BothSweep<T> sweep{data, h, u, shift, static_cast<T>(1.0 / eps), lse_row, limbs};
+    Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
+    Kokkos::fence();
+    ++sweeps;
+    rows_out = detail::to_host(lse_row);
+    if (!finish_columns(reduce_columns(limbs, padded_cols()), cols_out, have_shift)) {
+      ++retries;
+      exact_shifts(eps);
+      launch_columns(eps, false);
+      finish_columns(reduce_columns(limbs, padded_cols()), cols_out, false);
+    }
+    have_shift = true;
+  }
+
+  // ---------------------------------------------------------- updates
+
+  double eps_at(int iteration) const {
+    if (options.epsilon_init <= 1.0 || options.epsilon_decay >= 1.0) return epsilon;
+    const double multiple = std::max(options.epsilon_init * std::pow(options.epsilon_decay, iteration), 1.0);
+    return multiple * epsilon;
+  }
+
+  /// pot ← τ·(eps·log w − eps·LSE), OTT's update_potential (a non-finite LSE
+  /// counts as 0); with `average`, half-and-half with the old value.
+  static void update(std::vector<double>& pot, const std::vector<double>& log_w, const std::vector<double>& lse,
+                     double eps, double tau, bool average) {
+    for (std::size_t i = 0; i < pot.size(); ++i) {
+      const double applied = std::isfinite(lse[i]) ? eps * lse[i] : 0.0;
+      const double fresh = tau * (eps * log_w[i] - applied);
+      if (average) {
+        const double old = std::isfinite(pot[i]) ? pot[i] : 0.0;
+        pot[i] = 0.5 * old + 0.5 * fresh;
+      } else {
+        pot[i] = fresh;
+      }
+    }
+  }
+
+  /// Σ |exp(pot/ε + lse) − ∇| over one side, ∇ = w·exp(−pot/ρ) (w when τ = 1);
+  /// NaN when any term is not finite. For this rank's rows (`distributed`) the
+  /// sum runs over every rank, exactly; columns are summed alike on each rank.
+  double side_error(const std::vector<double>& pot, const std::vector<double>& lse, const std::vector<double>& w,
+                    double tau, bool distributed) const {
+    const double rho = tau < 1.0 ? epsilon * tau / (1.0 - tau) : 0.0;
+    dist::ExactSum total(1);
+    double serial = 0;
+    bool bad = false;
+    for (std::size_t i = 0; i < pot.size(); ++i) {
+      const double marginal = w[i] > 0 ? std::exp(pot[i] / epsilon + lse[i]) : 0.0;
+      const double target = tau < 1.0 ? (w[i] > 0 ? w[i] * std::exp(-pot[i] / rho) : 0.0) : w[i];
+      const double e = std::fabs(marginal - target);
+      if (!std::isfinite(e)) {
+        bad = true;
+        continue;
+      }
+      if (distributed)
+        total.add(0, e);
+      else
+        serial += e;
+    }
+    if (distributed) {
+      const double sum = total.allreduce(*comm)[0];
+      return comm->any(bad) ? std::numeric_limits<double>::quiet_NaN() : sum;
+    }
+    return bad ? std::numeric_limits<double>::quiet_NaN() : serial;
+  }
+
+  double error(bool both_sides) {
+    const double cols = side_error(g, col_lse, b, options.tau_b, false);
+    if (!both_sides) return cols;
+    return side_error(f, row_lse, a, options.tau_a, true) + cols;
+  }
+
+  // -------------------------------------------------------------- solve
+
+  TiledSinkhornReport solve() {
+    ProfilingRegion region("kotml::ot::tiled_sinkhorn");
+    Kokkos::Timer timer;
+    const double target = resolve_epsilon();
+    TiledSinkhornReport report;
+    report.epsilon = target;
+    report.stored = stored.extent(0) > 0;
+    report.stored_bytes = stored_bytes;
+    report.cost_memory = budget;
+    const bool symmetric = options.updates == DualUpdates::symmetric;
+    const bool both_sides = symmetric || !options.balanced();
+    const std::int64_t sweeps_before = sweeps, retries_before = retries;
+    report.status = SolveStatus::max_iter;
+    // Whole blocks of inner iterations, each ending with a check (OTT's
+    // fixed-point loop): the limit rounds up to a multiple of the block.
+    const int blocks = (options.max_iterations + options.inner_iterations - 1) / options.inner_iterations;
+    const int limit = blocks * options.inner_iterations;
+    for (int it = 0; it < limit; ++it) {
+      const double eps = eps_at(it);
+      if (symmetric) {
+        if (eps_of_row != eps || eps_of_col != eps) {
+          both_lse(eps, row_lse, col_lse);
+          eps_of_row = eps_of_col = eps;
+        }
+        update(f, log_a, row_lse, eps, options.tau_a, true);
+        update(g, log_b, col_lse, eps, options.tau_b, true);
+      } else {
+        if (eps_of_col != eps) col_lse = columns_lse(eps);
+        update(g, log_b, col_lse, eps, options.tau_b, false);
+        row_lse = rows_lse(eps);
+        update(f, log_a, row_lse, eps, options.tau_a, false);
+      }
+      eps_of_col = eps_of_row = -1;  // both potentials moved
+      if (!symmetric) eps_of_row = eps;  // row_lse belongs to the g that f was just updated with
+      report.iterations = it + 1;
+      if ((it + 1) % options.inner_iterations != 0) continue;
+      // The error needs the log-sum-exps of the current (f, g) at the target ε:
+      // those of the next update when it runs at the same ε.
+      if (symmetric) {
+        both_lse(target, row_lse, col_lse);
+        eps_of_row = eps_of_col = target;
+      } else {
+        col_lse = columns_lse(target);
+        eps_of_col = target;
+        if (both_sides && eps_of_row != target) {
+          row_lse = rows_lse(target);
+          eps_of_row = -1;  // computed for the error only: the next update recomputes
+        }
+      }
+      const double err = error(both_sides);
+      report.errors.push_back(err);
+      if (log::verbose())
+        log::info("sinkhorn: iteration " + std::to_string(it + 1) + ", error " + std::to_string(err));
+      if (!std::isfinite(err)) {
+        report.status = SolveStatus::numerical_error;
+        break;
+      }
+      if (err < options.threshold) {
+        report.status = SolveStatus::optimal;
+        report.converged = true;
+        break;
+      }
+    }
+    // The potentials must be finite wherever the weight is positive.
+    bool finite = true;
+    for (std::size_t i = 0; i < f.size(); ++i)
+      if (a[i] > 0 && !std::isfinite(f[i])) finite = false;
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (b[j] > 0 && !std::isfinite(g[j])) finite = false;
+    if (!comm->all(finite)) {
+      report.status = SolveStatus::numerical_error;
+      report.converged = false;
+    }
+    report.tile_sweeps = sweeps - sweeps_before;
+    report.shift_retries = retries - retries_before;
+    report.seconds = timer.seconds();
+    return report;
+  }
+
+  double resolve_epsilon() {
+    if (epsilon > 0) return epsilon;
+    epsilon = options.epsilon;
+    if (options.relative_epsilon) {
+      ProfilingRegion region("kotml::ot::tiled_mean_cost");
+      launch_rows(1.0, true);
+      const auto sums = detail::to_host(lse_row);
+      dist::ExactSum total(1);
+      for (double v : sums) total.add(0, v);
+      const double mean = total.allreduce(*comm)[0] / (static_cast<double>(rows.total) * static_cast<double>(m));
+      if (!(std::isfinite(mean) && mean > 0))
+        throw Error("", "epsilon", "a relative epsilon needs a positive mean cost, got " + std::to_string(mean));
+      epsilon = options.epsilon * mean;
+    }
+    return epsilon;
+  }
+};
+
+// --------------------------------------------------------------- set-up
+
+template <class T>
+TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, const TiledPoints<T>& x,
+                                const TiledPoints<T>& y, const PointCost& cost, const TiledSinkhornOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.comm = &comm;
+  s.rows = rows;
+  s.cost = cost;
+  s.options = options;
+  s.m = static_cast<std::int64_t>(y.points.extent(0));
+  const std::int64_t n_local = rows.count;
+  const int dim = static_cast<int>(y.points.extent(1));
+
+  comm.phase([&] {
+    options.validate();
+    cost.validate();
+    if (rows.begin % RowBlock::tile_rows != 0)
+      throw std::logic_error("tiled Sinkhorn: row block begins at " + std::to_string(rows.begin) +
+                             ", not at a row tile");
+    if (rows.total < 1) throw Error("", "x", "the source point set is empty");
+    if (s.m < 1) throw Error("", "y", "the target point set is empty");
+    if (dim < 1) throw Error("", "y", "the points have no coordinates");
+    if (static_cast<std::int64_t>(x.points.extent(0)) != n_local)
+      throw std::logic_error("tiled Sinkhorn: x has " + std::to_string(x.points.extent(0)) + " rows, the block " +
+                             std::to_string(n_local));
+    if (n_local > 0 && static_cast<int>(x.points.extent(1)) != dim)
+      throw Error("", "x", "has " + std::to_string(x.points.extent(1)) + " dimensions but y has " +
+                               std::to_string(dim));
+    if (static_cast<std::int64_t>(x.weights.extent(0)) != n_local || static_cast<std::int64_t>(y.weights.extent(0)) != s.m)
+      throw Error("", "weights", "need one weight per point on each side");
+    if (detail::count_non_finite(x.points) > 0)
+      throw Error("", "x", "has a non-finite coordinate (NaN or Inf)");
+    if (detail::count_non_finite(y.points) > 0) throw Error("", "y", "has a non-finite coordinate (NaN or Inf)");
+    if (cost.label.active()) {
+      if (static_cast<std::int64_t>(x.labels.extent(0)) != n_local ||
+          static_cast<std::int64_t>(y.labels.extent(0)) != s.m)
+        throw Error("", "labels", "a label cost needs one label per point on each side");
+      for (const auto& [labels, bound, side] :
+           {std::make_tuple(detail::to_host(x.labels), cost.label.row_labels, "x"),
+            std::make_tuple(detail::to_host(y.labels), cost.label.col_labels, "y")})
+        for (std::size_t i = 0; i < labels.size(); ++i)
+          if (labels[i] < 0 || labels[i] >= bound)
+            throw Error("", std::string("labels of ") + side,
+                        "label " + std::to_string(labels[i]) + " of point " + std::to_string(i) +
+                            " is outside the label table");
+    }
+  });
+
+  s.a = detail::to_host(x.weights);
+  s.b = detail::to_host(y.weights);
+  comm.phase([&] {
+    auto check = [](const std::vector<double>& w, const char* side) {
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        if (!std::isfinite(w[i])) throw Error("", side, "weight " + std::to_string(i) + " is not finite");
+        if (w[i] < 0) throw Error("", side, "weight " + std::to_string(i) + " is negative");
+      }
+    };
+    check(s.a, "a");
+    check(s.b, "b");
+  });
+  double local_mass = 0;
+  for (double w : s.a) local_mass += w;
+  double mass_b = 0;
+  for (double w : s.b) mass_b += w;
+  const bool a_positive = comm.any(local_mass > 0);
+  comm.phase([&] {
+    if (!a_positive) throw Error("", "a", "the source weights sum to zero");
+    if (!(mass_b > 0)) throw Error("", "b", "the target weights sum to zero");
+  });
+
+  for (auto* side : {&s.a, &s.b}) {
+    auto& logs = side == &s.a ? s.log_a : s.log_b;
+    logs.resize(side->size());
+    for (std::size_t i = 0; i < side->size(); ++i) logs[i] = std::log((*side)[i]);
+  }
+  // OTT's initialiser: zero potentials, −∞ where the weight is 0.
+  s.f.assign(s.a.size(), 0.0);
+  s.g.assign(s.b.size(), 0.0);
+  for (std::size_t i = 0; i < s.a.size(); ++i)
+    if (!(s.a[i] > 0)) s.f[i] = -std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < s.b.size(); ++j)
+    if (!(s.b[j] > 0)) s.g[j] = -std::numeric_limits<double>::infinity();
+
+  // The cost accessor.
+  auto& d = s.data;
+  d.kind = cost.kind;
+  d.dim = dim;
+  d.rows = n_local;
+  d.cols = s.m;
+  d.row_tiles = (n_local + RowBlock::tile_rows - 1) / RowBlock::tile_rows;
+  d.col_tiles = (s.m + detail::tile_cols - 1) / detail::tile_cols;
+  d.feature_weight = static_cast<T>(cost.feature_weight);
+  d.x = n_local > 0 ? x.points : Matrix<const T>(Matrix<T>("kotml::ot::tiled_no_rows", 0, dim));
+  if (!x.points.span_is_contiguous() && n_local > 0)
+    throw std::logic_error("tiled Sinkhorn: x must be contiguous");
+  d.y_packed = detail::pack_columns<T>(y.points, d.col_tiles);
+  if (cost.kind != Cost::euclidean) {
+    d.x_norm = detail::point_norms<T>(d.x, cost.kind, s.padded_rows(), "kotml::ot::tiled_x_norms");
+    d.y_norm = detail::point_norms<T>(y.points, cost.kind, s.padded_cols(), "kotml::ot::tiled_y_norms");
+  }
+  if (cost.label.active()) {
+    std::vector<T> table(cost.label.table.begin(), cost.label.table.end());
+    Vector<T> device(no_init("kotml::ot::tiled_label_table"), table.size());
+    detail::copy_to(device, table);
+    d.label_table = device;
+    d.label_weight = static_cast<T>(cost.label.weight);
+    d.col_labels = cost.label.col_labels;
+    d.x_label = x.labels;
+    // Padded columns need a valid label for the vectorised table lookups.
+    Kokkos::View<std::int32_t*, MemSpace> y_labels("kotml::ot::tiled_y_labels", s.padded_cols());
+    Kokkos::deep_copy(Kokkos::subview(y_labels, std::make_pair(std::int64_t(0), s.m)), y.labels);
+    d.y_label = y_labels;
+  }
+
+  s.u = Vector<T>(no_init("kotml::ot::tiled_u"), s.padded_rows());
+  s.h = Vector<T>(no_init("kotml::ot::tiled_h"), s.padded_cols());
+  s.lse_row = Vector<double>(no_init("kotml::ot::tiled_row_lse"), std::max<std::int64_t>(n_local, 1));
+  s.shift = Vector<T>("kotml::ot::tiled_shift", s.padded_cols());
+  s.top = Vector<T>(no_init("kotml::ot::tiled_column_max"), s.padded_cols());
+  s.limbs = detail::Limbs(no_init("kotml::ot::tiled_column_limbs"), s.padded_cols() * detail::column_limbs);
+
+  // Storage by memory budget, agreed over ranks.
+  const std::size_t local_bytes =
+      static_cast<std::size_t>(d.row_tiles * d.col_tiles) * detail::tile_entries * sizeof(T);
+  s.budget = options.cost_memory > 0 ? options.cost_memory : default_cost_memory(comm);
+  const bool fits = comm.all(local_bytes <= s.budget);
+  s.stored_bytes = static_cast<std::size_t>(comm.max(static_cast<std::int64_t>(local_bytes)));
+  s.budget = static_cast<std::size_t>(-comm.max(-static_cast<std::int64_t>(s.budget)));
+  const bool store = options.storage == CostStorage::stored || (options.storage == CostStorage::automatic && fits);
+  if (store && local_bytes > 0) {
+    ProfilingRegion region("kotml::ot::tiled_store_costs");
+    comm.phase([&] {
+      try {
+        s.stored = Vector<T>(no_init("kotml::ot::tiled_stored_costs"), local_bytes / sizeof(T));
+      } catch (const std::exception&) {
+        throw Error("", "cost-storage", "storing the costs takes " + std::to_string(local_bytes) +
+                                            " bytes on this rank, more than can be allocated; use online costs");
+      }
+    });
+    detail::FillTiles<T> fill{d, s.stored};
+    Kokkos::parallel_for("kotml::ot::tiled_fill", detail::tile_policy(d.row_tiles * d.col_tiles,
+                                                                       detail::tile_scratch_bytes<T>(0)),
+                         fill);
+    Kokkos::fence();
+    d.stored = s.stored;
+  }
+}
+
+template <class T>
+TiledSinkhorn<T>::~TiledSinkhorn() = default;
+
+template <class T>
+void TiledSinkhorn<T>::set_potentials(const std::vector<double>& f_local, const std::vector<double>& g) {
+  Impl& s = *impl_;
+  if (f_local.size() != s.f.size() || g.size() != s.g.size())
+    throw Error("", "warm start", "the potentials do not match the problem's shape");
+  for (std::size_t i = 0; i < f_local.size(); ++i)
+    s.f[i] = s.a[i] > 0 ? f_local[i] : -std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < g.size(); ++j) s.g[j] = s.b[j] > 0 ? g[j] : -std::numeric_limits<double>::infinity();
+  s.eps_of_col = s.eps_of_row = -1;
+}
+
+template <class T>
+TiledSinkhornReport TiledSinkhorn<T>::solve() {
+  return impl_->solve();
+}
+
+template <class T>
+std::vector<double> TiledSinkhorn<T>::f() const {
+  return impl_->f;
+}
+
+template <class T>
+std::vector<double> TiledSinkhorn<T>::g() const {
+  return impl_->g;
+}
+
+template <class T>
+double TiledSinkhorn<T>::epsilon() {
+  return impl_->resolve_epsilon();
+}
+
+// ------------------------------------------------------------------ plans
+
+template <class T>
+std::vector<double> TiledSinkhorn<T>::transpose_apply(const std::vector<double>& u,
+                                                      const std::vector<std::int32_t>& groups, std::int32_t n_groups) {
+  Impl& s = *impl_;
+  ProfilingRegion region("kotml::ot::tiled_transpose_apply");
+  if (u.size() != s.f.size() || groups.size() != s.f.size() || n_groups < 1)
+    throw std::logic_error("tiled Sinkhorn: transpose_apply needs one weight and group per local row");
+  const double eps = s.resolve_epsilon();
+  s.scale_rows(s.f, eps);
+  s.scale_cols(s.g, eps);
+  Vector<double> weight(no_init("kotml::ot::tiled_apply_weight"), std::max<std::size_t>(u.size(), 1));
+  Kokkos::View<std::int32_t*, MemSpace> group(no_init("kotml::ot::tiled_apply_group"),
+                                              std::max<std::size_t>(groups.size(), 1));
+  if (!u.empty()) {
+    detail::copy_to(weight, u);
+    detail::copy_to(group, groups);
+  }
+  detail::Limbs limbs("kotml::ot::tiled_apply_limbs", n_groups * s.padded_cols() * detail::column_limbs);
+  detail::GroupedColumnSweep<T> sweep{s.data, s.u, s.h, static_cast<T>(1.0 / eps), weight, group, n_groups,
+                                      s.padded_cols(), limbs};
+  Kokkos::parallel_for("kotml::ot::tiled_transpose_apply",
+                       detail::tile_policy(s.data.col_tiles, sweep.scratch_bytes(n_groups)), sweep);
+  Kokkos::fence();
+  const auto totals = s.reduce_columns(limbs, n_groups * s.padded_cols());
+  std::vector<double> out(static_cast<std::size_t>(n_groups * s.m));
+  bool held = true;
+  for (std::int32_t q = 0; q < n_groups; ++q)
+    for (std::int64_t j = 0; j < s.m; ++j) {
+      const double v = totals[static_cast<std::size_t>(q * s.padded_cols() + j)];
+      if (!(std::fabs(v) < 0x1p40)) held = false;
+      out[static_cast<std::size_t>(q * s.m + j)] = v;
+    }
+  if (!held)
+    throw Error("", "plan", "a column sum of the plan is too large to be held exactly (weights above 2^32?)");
+  return out;
+}
+
+template <class T>
+std::vector<double> TiledSinkhorn<T>::apply(const std::vector<double>& v, const std::vector<std::int32_t>& groups,
+                                            std::int32_t n_groups) {
+  Impl& s = *impl_;
+  ProfilingRegion region("kotml::ot::tiled_apply");
+  if (v.size() != s.g.size() || groups.size() != s.g.size() || n_groups < 1)
+    throw std::logic_error("tiled Sinkhorn: apply needs one weight and group per column");
+  const double eps = s.resolve_epsilon();
+  s.scale_rows(s.f, eps);
+  s.scale_cols(s.g, eps);
+  Vector<double> weight(no_init("kotml::ot::tiled_apply_weight"), v.size());
+  Kokkos::View<std::int32_t*, MemSpace> group(no_init("kotml::ot::tiled_apply_group"), groups.size());
+  detail::copy_to(weight, v);
+  detail::copy_to(group, groups);
+  Matrix<double> out("kotml::ot::tiled_apply_out", std::max<std::int64_t>(s.rows.count, 1), n_groups);
+  detail::GroupedRowSweep<T> sweep{s.data, s.u, s.h, static_cast<T>(1.0 / eps), weight, group, n_groups, out};
+  Kokkos::parallel_for("kotml::ot::tiled_apply", detail::tile_policy(s.data.row_tiles, sweep.scratch_bytes()), sweep);
+  Kokkos::fence();
+  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), out);
+  return std::vector<double>(host.data(), host.data() + s.rows.count * n_groups);
+}
+
+template <class T>
+PlanBlockSums TiledSinkhorn<T>::block_sums(const std::vector<std::int32_t>& row_groups, std::int32_t n_row_groups,
+                                           const std::vector<std::int32_t>& col_groups, std::int32_t n_col_groups) {
+  Impl& s = *impl_;
+  ProfilingRegion region("kotml::ot::tiled_block_sums");
+  if (row_groups.size() != s.f.size() || col_groups.size() != s.g.size() || n_row_groups < 1 || n_col_groups < 1)
+    throw std::logic_error("tiled Sinkhorn: block_sums needs one group per local row and per column");
+  const double eps = s.resolve_epsilon();
+  s.scale_rows(s.f, eps);
+  s.scale_cols(s.g, eps);
+  Kokkos::View<std::int32_t*, MemSpace> rg(no_init("kotml::ot::tiled_block_rows"), std::max<std::size_t>(row_groups.size(), 1));
+  Kokkos::View<std::int32_t*, MemSpace> cg(no_init("kotml::ot::tiled_block_cols"), col_groups.size());
+  if (!row_groups.empty()) detail::copy_to(rg, row_groups);
+  detail::copy_to(cg, col_groups);
+  const std::int64_t blocks = static_cast<std::int64_t>(n_row_groups) * n_col_groups;
+  detail::Limbs limbs("kotml::ot::tiled_block_limbs", blocks * 3 * detail::block_limbs);
+  Kokkos::View<std::int64_t*, MemSpace> count("kotml::ot::tiled_block_count", blocks);
+  detail::BlockSweep<T> sweep{s.data, s.u, s.h, static_cast<T>(1.0 / eps), rg, cg, n_row_groups, n_col_groups,
+                              limbs, count};
+  Kokkos::parallel_for("kotml::ot::tiled_block_sums",
+                       detail::tile_policy(s.data.row_tiles, sweep.scratch_bytes(blocks)), sweep);
+  Kokkos::fence();
+  auto host_limbs = Kokkos::create_mirror_view_and_copy(HostSpace(), limbs);
+  auto host_count = Kokkos::create_mirror_view_and_copy(HostSpace(), count);
+  using Fixed = detail::BlockFixed;
+  for (std::int64_t k = 0; k < blocks * 3; ++k) Fixed::carry(host_limbs.data() + k * Fixed::limbs);
+  if (s.comm->size() > 1) {
+    MPI_Allreduce(MPI_IN_PLACE, host_limbs.data(), static_cast<int>(host_limbs.extent(0)), MPI_INT64_T, MPI_SUM,
+                  s.comm->raw());
+    MPI_Allreduce(MPI_IN_PLACE, host_count.data(), static_cast<int>(blocks), MPI_INT64_T, MPI_SUM, s.comm->raw());
+  }
+  PlanBlockSums out;
+  out.row_groups = n_row_groups;
+  out.col_groups = n_col_groups;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    out.mass.push_back(Fixed::to_double(host_limbs.data() + (3 * b) * Fixed::limbs));
+    out.cost.push_back(Fixed::to_double(host_limbs.data() + (3 * b + 1) * Fixed::limbs));
+    out.plain_cost.push_back(Fixed::to_double(host_limbs.data() + (3 * b + 2) * Fixed::limbs));
+    out.count.push_back(host_count(b));
+  }
+  return out;
+}
+
+template class TiledSinkhorn<float>;
+template class TiledSinkhorn<double>;
+
+}  // namespace kotml::ot

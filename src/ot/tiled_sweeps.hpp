@@ -1,0 +1,436 @@
+#pragma once
+// The sweeps of the tiled Sinkhorn: each is one Kokkos launch over a rank's
+// tiles, one team per row tile (rows are the team's own) or per column tile
+// (columns are the team's own), walking the other dimension's tiles in order.
+// A tile comes from TileCostData::tile (stored, or computed into the team's
+// scratch pad) and is used at once, while it is in cache.
+//
+// Notation: u_i = f_i/ε and h_j = g_j/ε (−∞ for a zero weight), s = 1/ε, so
+// (f_i − c_ij)/ε = u_i − s·c_ij and T_ij = exp(u_i + h_j − s·c_ij).
+//
+// Determinism: a row's value is merged over column tiles in order by one team;
+// a column's value is summed per row tile in row order, and tiles are combined
+// in fixed point (UnitFixed, 4 limbs per column), exactly. No floating-point
+// sum depends on the thread count, the rank count or the schedule.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "kotml/core/math.hpp"
+#include "kotml/core/types.hpp"
+#include "kotml/dist/fixed_point.hpp"
+#include "kotml/ot/fast_exp.hpp"
+#include "kotml/ot/lse.hpp"
+#include "tile_costs.hpp"
+
+namespace kotml::ot::detail {
+
+using TilePolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+using TileMember = TilePolicy::member_type;
+using ScratchSpace = ExecSpace::scratch_memory_space;
+template <class V>
+using ScratchView = Kokkos::View<V*, ScratchSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Limbs = Kokkos::View<std::int64_t*, MemSpace>;
+using ColumnFixed = dist::UnitFixed;
+constexpr int column_limbs = ColumnFixed::limbs;
+
+/// One team per unit (row tile or column tile) with `scratch_bytes` of team
+/// scratch: a single thread on host backends (the SIMD clones vectorise inside a
+/// tile), a team of threads with vector lanes on GPUs.
+TilePolicy tile_policy(std::int64_t units, std::size_t scratch_bytes);
+
+/// Scratch pad bytes for a tile of T plus `extra` bytes, rounded for alignment.
+template <class T>
+constexpr std::size_t tile_scratch_bytes(std::size_t extra) {
+  return ((tile_entries * sizeof(T) + 127) / 128) * 128 + ((extra + 127) / 128) * 128 + 256;
+}
+
+/// Carves consecutive arrays out of a team's scratch pad.
+struct ScratchCarver {
+  ScratchSpace space;
+  template <class V>
+  KOKKOS_INLINE_FUNCTION V* take(std::int64_t count) const {
+    return ScratchView<V>(space, count).data();
+  }
+};
+
+// ------------------------------------------------------------------ rows
+
+/// lse(i) = LSE_j (h_j − s·c_ij) for this rank's rows, in double, merged over
+/// column tiles in order. With `row_cost_sum`, instead sums Σ_j c_ij per row
+/// in double (for a relative ε).
+template <class T>
+struct RowSweep {
+  TileCostData<T> costs;
+  Vector<const T> h;  // padded to whole column tiles
+  T s;
+  Vector<double> lse;
+  bool row_cost_sum = false;
+
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double)); }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    double* top = pad.take<double>(tile_rows);
+    double* sum = pad.take<double>(tile_rows);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        top[i] = -kmath::infinity<double>();
+        sum[i] = 0;
+      });
+    });
+    team.team_barrier();
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t width = costs.cols_in(J);
+      const T* hj = h.data() + J * tile_cols;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        const T* c = tile + i * tile_cols;
+        if (row_cost_sum) {
+          double part = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, width),
+              [&](const std::int64_t j, double& local) { local += static_cast<double>(c[j]); }, part);
+          Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += part; });
+          return;
+        }
+        const T piece = row_lse(team, c, hj, width, s, kmath::infinity<T>());
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          const double value = static_cast<double>(piece);
+          if (!(value > -kmath::infinity<double>())) return;
+          if (value > top[i]) {
+            sum[i] = sum[i] * kmath::exp(top[i] - value) + 1.0;
+            top[i] = value;
+          } else {
+            sum[i] += kmath::exp(value - top[i]);
+          }
+        });
+      });
+      team.team_barrier();
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const std::int64_t r = I * tile_rows + i;
+        if (row_cost_sum)
+          lse(r) = sum[i];
+        else
+          lse(r) = sum[i] > 0 ? top[i] + kmath::log(sum[i]) : -kmath::infinity<double>();
+      });
+    });
+  }
+};
+
+// --------------------------------------------------------------- columns
+
+/// For each column (one team per column tile, row tiles in order):
+///   max mode: top(j) = max_i (u_i − s·c_ij) over this rank's rows;
+///   sum mode: limbs(j) += Σ_i exp(u_i − s·c_ij − shift_j), one fixed-point
+///             deposit per row tile (a partial that cannot be held poisons the
+///             column, which the caller then treats as out of range).
+template <class T>
+struct ColumnSweep {
+  TileCostData<T> costs;
+  Vector<const T> u;      // padded to whole row tiles
+  T s;
+  Vector<const T> shift;  // sum mode
+  Vector<T> top;          // max mode (padded)
+  Limbs limbs;            // sum mode (padded columns × column_limbs)
+  bool max_mode = false;
+
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(2 * tile_cols * sizeof(T)); }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t J = team.league_rank();
+    const std::int64_t width = costs.cols_in(J);
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    T* acc = pad.take<T>(tile_cols);
+    T* local_shift = pad.take<T>(tile_cols);
+    const std::int64_t col0 = J * tile_cols;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        acc[k] = max_mode ? -kmath::infinity<T>() : T(0);
+        local_shift[k] = max_mode ? T(0) : shift(col0 + k);
+      });
+    });
+    team.team_barrier();
+    for (std::int64_t I = 0; I < costs.row_tiles; ++I) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t rows = costs.rows_in(I);
+      const T* ui = u.data() + I * tile_rows;
+#ifdef KOTML_DEVICE_PASS
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          if (max_mode)
+            column_max_tile(tile + k, tile_cols, rows, 1, ui, s, acc + k);
+          else
+            column_sum_tile(tile + k, tile_cols, rows, 1, ui, s, local_shift + k, acc + k);
+        });
+      });
+#else
+      if (max_mode)
+        column_max_tile_host(tile, tile_cols, rows, width, ui, s, acc);
+      else
+        column_sum_tile_host(tile, tile_cols, rows, width, ui, s, local_shift, acc);
+#endif
+      if (!max_mode) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
+            if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::poison(limb);
+            acc[k] = T(0);
+          });
+        });
+      }
+      team.team_barrier();
+    }
+    if (max_mode)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() { top(col0 + k) = acc[k]; });
+      });
+  }
+};
+
+// ------------------------------------------------------- both at once
+
+/// The symmetric update's sweep: one pass per row tile gives both the row
+/// log-sum-exps (as RowSweep, with h) and the shifted column sums (as
+/// ColumnSweep's sum mode, with u and shift), the column deposits made
+/// atomically since every team adds to every column.
+template <class T>
+struct BothSweep {
+  TileCostData<T> costs;
+  Vector<const T> h, u, shift;
+  T s;
+  Vector<double> lse;
+  Limbs limbs;
+
+  static std::size_t scratch_bytes() {
+    return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + tile_cols * sizeof(T));
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    double* top = pad.take<double>(tile_rows);
+    double* sum = pad.take<double>(tile_rows);
+    T* acc = pad.take<T>(tile_cols);
+    const T* ui = u.data() + I * tile_rows;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        top[i] = -kmath::infinity<double>();
+        sum[i] = 0;
+      });
+    });
+    team.team_barrier();
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t width = costs.cols_in(J);
+      const std::int64_t col0 = J * tile_cols;
+      const T* hj = h.data() + col0;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        const T piece = row_lse(team, tile + i * tile_cols, hj, width, s, kmath::infinity<T>());
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          const double value = static_cast<double>(piece);
+          if (!(value > -kmath::infinity<double>())) return;
+          if (value > top[i]) {
+            sum[i] = sum[i] * kmath::exp(top[i] - value) + 1.0;
+            top[i] = value;
+          } else {
+            sum[i] += kmath::exp(value - top[i]);
+          }
+        });
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
+      });
+      team.team_barrier();
+#ifdef KOTML_DEVICE_PASS
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          column_sum_tile(tile + k, tile_cols, rows, 1, ui, s, shift.data() + col0 + k, acc + k);
+        });
+      });
+#else
+      column_sum_tile_host(tile, tile_cols, rows, width, ui, s, shift.data() + col0, acc);
+#endif
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
+          if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::atomic_poison(limb);
+        });
+      });
+      team.team_barrier();
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        lse(I * tile_rows + i) = sum[i] > 0 ? top[i] + kmath::log(sum[i]) : -kmath::infinity<double>();
+      });
+    });
+  }
+};
+
+// ------------------------------------------------------ plan applications
+
+/// out(q, j) limbs += Σ_{i: group_i = q} T_ij·w_i, one deposit per (row tile,
+/// group, column); one team per column tile. Groups < 0 are skipped.
+template <class T>
+struct GroupedColumnSweep {
+  TileCostData<T> costs;
+  Vector<const T> u, h;
+  T s;
+  Vector<const double> weight;        // per local row
+  Vector<const std::int32_t> group;   // per local row
+  std::int32_t groups = 1;
+  std::int64_t padded_cols = 0;
+  Limbs limbs;                        // groups × padded_cols × column_limbs
+
+  static std::size_t scratch_bytes(std::int32_t groups) {
+    return tile_scratch_bytes<T>(static_cast<std::size_t>(groups) * tile_cols * sizeof(double));
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t J = team.league_rank();
+    const std::int64_t width = costs.cols_in(J);
+    const std::int64_t col0 = J * tile_cols;
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    double* acc = pad.take<double>(static_cast<std::int64_t>(groups) * tile_cols);
+    for (std::int64_t I = 0; I < costs.row_tiles; ++I) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t rows = costs.rows_in(I);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          for (std::int32_t q = 0; q < groups; ++q) acc[q * tile_cols + k] = 0;
+          const T hk = h(col0 + k);
+          for (std::int64_t i = 0; i < rows; ++i) {
+            const std::int64_t r = I * tile_rows + i;
+            const std::int32_t q = group(r);
+            if (q < 0) continue;
+            acc[q * tile_cols + k] +=
+                static_cast<double>(fast_exp(u(r) + hk - s * tile[i * tile_cols + k])) * weight(r);
+          }
+          for (std::int32_t q = 0; q < groups; ++q) {
+            std::int64_t* limb = limbs.data() + ((q * padded_cols) + col0 + k) * column_limbs;
+            if (!ColumnFixed::deposit(limb, acc[q * tile_cols + k])) ColumnFixed::poison(limb);
+          }
+        });
+      });
+      team.team_barrier();
+    }
+  }
+};
+
+/// out(i, q) = Σ_{j: group_j = q} T_ij·v_j for this rank's rows, in double,
+/// columns in order; one team per row tile.
+template <class T>
+struct GroupedRowSweep {
+  TileCostData<T> costs;
+  Vector<const T> u, h;
+  T s;
+  Vector<const double> weight;       // per column
+  Vector<const std::int32_t> group;  // per column
+  std::int32_t groups = 1;
+  Matrix<double> out;                // local rows × groups
+
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(0); }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t width = costs.cols_in(J);
+      const std::int64_t col0 = J * tile_cols;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          const std::int64_t r = I * tile_rows + i;
+          const T ur = u(r);
+          for (std::int64_t k = 0; k < width; ++k) {
+            const std::int32_t q = group(col0 + k);
+            if (q < 0) continue;
+            out(r, q) += static_cast<double>(fast_exp(ur + h(col0 + k) - s * tile[i * tile_cols + k])) *
+                         weight(col0 + k);
+          }
+        });
+      });
+      team.team_barrier();
+    }
+  }
+};
+
+/// Per (row group, column group) block over selected cells: Σ T_ij, Σ T_ij c_ij,
+/// Σ c_ij (each deposited per tile, atomically, in wide fixed point: plain cost
+/// sums can be large) and the cell count.
+using BlockFixed = dist::WideFixed;
+constexpr int block_limbs = BlockFixed::limbs;
+
+template <class T>
+struct BlockSweep {
+  TileCostData<T> costs;
+  Vector<const T> u, h;
+  T s;
+  Vector<const std::int32_t> row_group, col_group;
+  std::int32_t row_groups = 1, col_groups = 1;
+  Limbs limbs;                                 // blocks × 3 × block_limbs
+  Kokkos::View<std::int64_t*, MemSpace> count;  // blocks
+
+  static std::size_t scratch_bytes(std::int64_t blocks) {
+    return tile_scratch_bytes<T>(static_cast<std::size_t>(blocks) * (3 * sizeof(double) + sizeof(std::int64_t)));
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    const std::int64_t blocks = static_cast<std::int64_t>(row_groups) * col_groups;
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    double* acc = pad.take<double>(3 * blocks);
+    std::int64_t* cells = pad.take<std::int64_t>(blocks);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t width = costs.cols_in(J);
+      const std::int64_t col0 = J * tile_cols;
+      // One thread per tile: the block sums of a tile are few and tiny next to its exps.
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        for (std::int64_t b = 0; b < 3 * blocks; ++b) acc[b] = 0;
+        for (std::int64_t b = 0; b < blocks; ++b) cells[b] = 0;
+        for (std::int64_t i = 0; i < rows; ++i) {
+          const std::int64_t r = I * tile_rows + i;
+          const std::int32_t p = row_group(r);
+          if (p < 0) continue;
+          for (std::int64_t k = 0; k < width; ++k) {
+            const std::int32_t q = col_group(col0 + k);
+            if (q < 0) continue;
+            const std::int64_t b = static_cast<std::int64_t>(p) * col_groups + q;
+            const T c = tile[i * tile_cols + k];
+            const double t = static_cast<double>(fast_exp(u(r) + h(col0 + k) - s * c));
+            acc[3 * b] += t;
+            acc[3 * b + 1] += t * static_cast<double>(c);
+            acc[3 * b + 2] += static_cast<double>(c);
+            ++cells[b];
+          }
+        }
+        for (std::int64_t b = 0; b < blocks; ++b) {
+          if (cells[b] == 0) continue;
+          for (int v = 0; v < 3; ++v) {
+            std::int64_t* limb = limbs.data() + (3 * b + v) * block_limbs;
+            if (!BlockFixed::atomic_deposit(limb, acc[3 * b + v])) BlockFixed::atomic_poison(limb);
+          }
+          Kokkos::atomic_add(&count(b), cells[b]);
+        }
+      });
+      team.team_barrier();
+    }
+  }
+};
+
+}  // namespace kotml::ot::detail

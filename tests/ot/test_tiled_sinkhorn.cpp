@@ -1,0 +1,390 @@
+// The tiled Sinkhorn on one rank: its tile costs against the reference
+// formulas, stored against recomputed tiles (same bits), its plans against the
+// dense solver's, its variants against each other, its plan applications
+// against dense products, and its input checks. OTT-JAX fixtures: test_ott.cpp.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kotml/core/error.hpp"
+#include "kotml/ot/sinkhorn.hpp"
+#include "kotml/ot/tiled_sinkhorn.hpp"
+#include "tiled_test_support.hpp"
+
+namespace kotml::ot {
+namespace {
+
+using test::DevicePoints;
+using test::HostCloud;
+using test::random_cloud;
+
+const dist::Comm& self() {
+  static const dist::Comm comm(MPI_COMM_SELF);
+  return comm;
+}
+
+template <class T>
+struct Solved {
+  std::vector<double> f, g;
+  TiledSinkhornReport report;
+};
+
+template <class T>
+Solved<T> solve(const HostCloud& x, const HostCloud& y, const PointCost& cost, const TiledSinkhornOptions& o) {
+  DevicePoints<T> dx(x), dy(y);
+  TiledSinkhorn<T> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  Solved<T> s;
+  s.report = solver.solve();
+  s.f = solver.f();
+  s.g = solver.g();
+  return s;
+}
+
+/// Every cell its own block: block_sums then lists each cost and plan entry.
+template <class T>
+PlanBlockSums cell_sums(TiledSinkhorn<T>& solver, std::int64_t n, std::int64_t m) {
+  std::vector<std::int32_t> rows(static_cast<std::size_t>(n)), cols(static_cast<std::size_t>(m));
+  std::iota(rows.begin(), rows.end(), 0);
+  std::iota(cols.begin(), cols.end(), 0);
+  return solver.block_sums(rows, static_cast<std::int32_t>(n), cols, static_cast<std::int32_t>(m));
+}
+
+TiledSinkhornOptions tight() {
+  TiledSinkhornOptions o;
+  o.epsilon = 0.5;
+  o.threshold = 1e-12;
+  o.max_iterations = 5000;
+  return o;
+}
+
+// ----------------------------------------------------------------- costs
+
+template <class T>
+void check_tile_costs(Cost kind, bool labelled, double tolerance) {
+  // 70 × 300: a short second row tile and a short second column tile.
+  const auto x = random_cloud(70, 5, 1), y = random_cloud(300, 5, 2);
+  PointCost cost;
+  cost.kind = kind;
+  cost.feature_weight = 0.75;
+  if (labelled) cost.label = test::label_table(3, 3, 1.5);
+  DevicePoints<T> dx(x), dy(y);
+  TiledSinkhornOptions o;
+  o.storage = CostStorage::online;
+  TiledSinkhorn<T> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  const auto sums = cell_sums(solver, x.n, y.n);
+  double worst = 0;
+  for (std::int64_t i = 0; i < x.n; ++i)
+    for (std::int64_t j = 0; j < y.n; ++j) {
+      // The reference in the points' precision.
+      std::vector<double> xi(x.points.begin() + i * 5, x.points.begin() + i * 5 + 5);
+      std::vector<double> yj(y.points.begin() + j * 5, y.points.begin() + j * 5 + 5);
+      for (auto& v : xi) v = static_cast<T>(v);
+      for (auto& v : yj) v = static_cast<T>(v);
+      const double want = point_cost_reference(cost, xi.data(), yj.data(), 5, x.labels[static_cast<std::size_t>(i)],
+                                               y.labels[static_cast<std::size_t>(j)]);
+      const double got = sums.plain_cost[static_cast<std::size_t>(i * y.n + j)];
+      worst = std::max(worst, std::fabs(got - want) / std::max(1.0, std::fabs(want)));
+      ASSERT_EQ(sums.count[static_cast<std::size_t>(i * y.n + j)], 1);
+    }
+  EXPECT_LT(worst, tolerance) << cost_name(kind) << (labelled ? " with labels" : "");
+}
+
+TEST(TiledSinkhorn, TileCostsAreOttsFormulas) {
+  for (Cost kind : {Cost::sqeuclidean, Cost::euclidean, Cost::cosine})
+    for (bool labelled : {false, true}) {
+      check_tile_costs<double>(kind, labelled, 1e-13);
+      check_tile_costs<float>(kind, labelled, 1e-4);
+    }
+}
+
+TEST(TiledSinkhorn, CosineOfAZeroVectorIsOne) {
+  HostCloud x = random_cloud(3, 4, 5), y = random_cloud(4, 4, 6);
+  std::fill(x.points.begin(), x.points.begin() + 4, 0.0);
+  PointCost cost;
+  cost.kind = Cost::cosine;
+  DevicePoints<double> dx(x), dy(y);
+  TiledSinkhorn<double> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, TiledSinkhornOptions());
+  const auto sums = cell_sums(solver, x.n, y.n);
+  for (std::int64_t j = 0; j < y.n; ++j) EXPECT_EQ(sums.plain_cost[static_cast<std::size_t>(j)], 1.0);
+}
+
+// --------------------------------------------------------------- storage
+
+template <class T>
+void check_stored_equals_online(DualUpdates updates, bool labelled, double tau) {
+  const auto x = random_cloud(130, 7, 11), y = random_cloud(290, 7, 12);
+  PointCost cost;
+  cost.kind = Cost::cosine;
+  cost.feature_weight = 0.25;
+  if (labelled) cost.label = test::label_table(3, 3, 1.5);
+  TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.updates = updates;
+  o.tau_a = tau;
+  o.tau_b = tau;
+  o.max_iterations = 200;
+  o.storage = CostStorage::stored;
+  const auto stored = solve<T>(x, y, cost, o);
+  o.storage = CostStorage::online;
+  const auto online = solve<T>(x, y, cost, o);
+  EXPECT_TRUE(stored.report.stored);
+  EXPECT_FALSE(online.report.stored);
+  EXPECT_EQ(stored.f, online.f);
+  EXPECT_EQ(stored.g, online.g);
+  EXPECT_EQ(stored.report.errors, online.report.errors);
+  EXPECT_EQ(stored.report.iterations, online.report.iterations);
+}
+
+TEST(TiledSinkhorn, StoredCostsGiveTheBitsOfRecomputedOnes) {
+  for (auto updates : {DualUpdates::alternating, DualUpdates::symmetric})
+    for (bool labelled : {false, true}) {
+      check_stored_equals_online<double>(updates, labelled, 1.0);
+      check_stored_equals_online<float>(updates, labelled, 0.9);
+    }
+}
+
+TEST(TiledSinkhorn, StorageFollowsTheMemoryBudget) {
+  const auto x = random_cloud(100, 3, 1), y = random_cloud(100, 3, 2);
+  TiledSinkhornOptions o;
+  o.max_iterations = 10;
+  o.cost_memory = 1 << 20;  // 2 × 1 tiles of 64 × 256 doubles = 256 KiB: fits
+  EXPECT_TRUE(solve<double>(x, y, PointCost(), o).report.stored);
+  o.cost_memory = 100 << 10;
+  const auto small = solve<double>(x, y, PointCost(), o).report;
+  EXPECT_FALSE(small.stored);
+  EXPECT_EQ(small.stored_bytes, std::size_t(2 * 64 * 256 * 8));
+  EXPECT_EQ(small.cost_memory, std::size_t(100 << 10));
+}
+
+// ------------------------------------------------------------ the fixed point
+
+/// The tiled solver's plan against the dense solver's (kotml's convention,
+/// P = a⊗b·exp((f+g−C)/ε)) on the same costs: the same entropic plan. Balanced
+/// problems only: with τ < 1 OTT's problem (entropy −εH(P)) and POT's and the
+/// dense solver's (εKL(P|a⊗b)) have different solutions; OTT fixtures check
+/// the unbalanced case (test_ott.cpp).
+void check_against_dense(Cost kind, double tau, bool relative) {
+  const auto x = random_cloud(90, 4, 21), y = random_cloud(70, 4, 22);
+  PointCost cost;
+  cost.kind = kind;
+  auto o = tight();
+  o.tau_a = tau;
+  o.tau_b = tau;
+  o.relative_epsilon = relative;
+  o.epsilon = relative ? 0.1 : 0.5;
+  DevicePoints<double> dx(x), dy(y);
+  TiledSinkhorn<double> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  const auto report = solver.solve();
+  ASSERT_TRUE(report.converged);
+  const double eps = solver.epsilon();
+  const auto tiled = test::plan_from_potentials(cost, x, y, solver.f(), solver.g(), eps);
+
+  Matrix<double> C("C", x.n, y.n);
+  auto ch = Kokkos::create_mirror_view(C);
+  double mean = 0;
+  for (std::int64_t i = 0; i < x.n; ++i)
+    for (std::int64_t j = 0; j < y.n; ++j) {
+      ch(i, j) = point_cost_reference(cost, &x.points[static_cast<std::size_t>(i * 4)],
+                                      &y.points[static_cast<std::size_t>(j * 4)], 4);
+      mean += ch(i, j);
+    }
+  mean /= static_cast<double>(x.n * y.n);
+  if (relative) {
+    EXPECT_NEAR(eps, 0.1 * mean, 1e-14 * mean);
+  }
+  Kokkos::deep_copy(C, ch);
+  Vector<double> a("a", x.n), b("b", y.n), f("f", x.n), g("g", y.n);
+  Kokkos::deep_copy(a, HostVector<const double>(x.weights.data(), x.weights.size()));
+  Kokkos::deep_copy(b, HostVector<const double>(y.weights.data(), y.weights.size()));
+  Matrix<double> P("P", x.n, y.n);
+  SinkhornOptions so;
+  so.epsilon = eps;
+  so.tau_a = tau;
+  so.tau_b = tau;
+  so.tol = 1e-13;
+  so.max_iter = 20000;
+  so.keep_plan = true;
+  DenseSinkhorn<double> dense;
+  const auto s = dense.solve(C, a, b, so, f, g, P);
+  ASSERT_EQ(s.status, SolveStatus::optimal);
+  auto ph = Kokkos::create_mirror_view_and_copy(HostSpace(), P);
+  double worst = 0;
+  for (std::int64_t i = 0; i < x.n; ++i)
+    for (std::int64_t j = 0; j < y.n; ++j)
+      worst = std::max(worst, std::fabs(ph(i, j) - tiled[static_cast<std::size_t>(i * y.n + j)]));
+  EXPECT_LT(worst, 1e-10) << cost_name(kind) << " tau " << tau;
+}
+
+TEST(TiledSinkhorn, ReachesTheDenseSolversPlan) {
+  check_against_dense(Cost::euclidean, 1.0, false);
+  check_against_dense(Cost::sqeuclidean, 1.0, true);
+}
+
+TEST(TiledSinkhorn, VariantsReachTheSameFixedPoint) {
+  const auto x = random_cloud(100, 3, 31), y = random_cloud(80, 3, 32);
+  PointCost cost;
+  cost.kind = Cost::sqeuclidean;
+  for (double tau : {1.0, 0.7}) {
+    auto o = tight();
+    o.epsilon = 0.3;
+    o.tau_a = o.tau_b = tau;
+    const auto plain = solve<double>(x, y, cost, o);
+    o.updates = DualUpdates::symmetric;
+    const auto symmetric = solve<double>(x, y, cost, o);
+    o.updates = DualUpdates::alternating;
+    o.epsilon_init = 50;
+    o.epsilon_decay = 0.9;
+    const auto scaled = solve<double>(x, y, cost, o);
+    ASSERT_TRUE(plain.report.converged && symmetric.report.converged && scaled.report.converged);
+    const auto p0 = test::plan_from_potentials(cost, x, y, plain.f, plain.g, 0.3);
+    for (const auto* other : {&symmetric, &scaled}) {
+      const auto p = test::plan_from_potentials(cost, x, y, other->f, other->g, 0.3);
+      double worst = 0;
+      for (std::size_t k = 0; k < p.size(); ++k) worst = std::max(worst, std::fabs(p[k] - p0[k]));
+      EXPECT_LT(worst, 1e-10) << "tau " << tau;
+    }
+    // Symmetric updates average, so they take more iterations, each one sweep.
+    EXPECT_GT(symmetric.report.iterations, plain.report.iterations);
+  }
+}
+
+TEST(TiledSinkhorn, WarmStartFromConvergedPotentialsStopsAtTheFirstCheck) {
+  const auto x = random_cloud(120, 3, 41), y = random_cloud(90, 3, 42);
+  auto o = tight();
+  o.threshold = 1e-9;
+  DevicePoints<double> dx(x), dy(y);
+  TiledSinkhorn<double> first(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), PointCost(), o);
+  const auto cold = first.solve();
+  ASSERT_TRUE(cold.converged);
+  ASSERT_GT(cold.iterations, o.inner_iterations);
+  TiledSinkhorn<double> second(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), PointCost(), o);
+  second.set_potentials(first.f(), first.g());
+  const auto warm = second.solve();
+  EXPECT_TRUE(warm.converged);
+  EXPECT_EQ(warm.iterations, o.inner_iterations);
+}
+
+TEST(TiledSinkhorn, StopsAtTheIterationLimitWithTheErrorsOfEachCheck) {
+  const auto x = random_cloud(80, 3, 51), y = random_cloud(60, 3, 52);
+  TiledSinkhornOptions o;
+  o.epsilon = 0.01;
+  o.threshold = 0;
+  o.max_iterations = 25;
+  o.inner_iterations = 10;
+  const auto s = solve<double>(x, y, PointCost(), o);
+  EXPECT_EQ(s.report.status, SolveStatus::max_iter);
+  // Whole blocks of 10, as in OTT: the limit of 25 runs 30 iterations.
+  EXPECT_EQ(s.report.iterations, 30);
+  EXPECT_EQ(s.report.errors.size(), 3u);
+  EXPECT_FALSE(s.report.converged);
+}
+
+// ----------------------------------------------------------- applications
+
+TEST(TiledSinkhorn, PlanApplicationsEqualDenseProducts) {
+  const auto x = random_cloud(150, 4, 61), y = random_cloud(270, 4, 62);
+  PointCost cost;
+  cost.kind = Cost::cosine;
+  cost.label = test::label_table(3, 3, 0.5);
+  auto o = tight();
+  o.epsilon = 0.05;
+  o.threshold = 1e-6;
+  DevicePoints<double> dx(x), dy(y);
+  TiledSinkhorn<double> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  ASSERT_TRUE(solver.solve().converged);
+  const auto plan = test::plan_from_potentials(cost, x, y, solver.f(), solver.g(), 0.05);
+  std::vector<double> u(static_cast<std::size_t>(x.n)), v(static_cast<std::size_t>(y.n));
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = std::sin(1.0 + static_cast<double>(i));
+  for (std::size_t j = 0; j < v.size(); ++j) v[j] = std::cos(2.0 + static_cast<double>(j));
+  const auto t_u = solver.transpose_apply(u, x.labels, 3);
+  const auto t_v = solver.apply(v, y.labels, 3);
+  for (std::int64_t j = 0; j < y.n; ++j)
+    for (int q = 0; q < 3; ++q) {
+      double want = 0;
+      for (std::int64_t i = 0; i < x.n; ++i)
+        if (x.labels[static_cast<std::size_t>(i)] == q)
+          want += plan[static_cast<std::size_t>(i * y.n + j)] * u[static_cast<std::size_t>(i)];
+      EXPECT_NEAR(t_u[static_cast<std::size_t>(q * y.n + j)], want, 1e-12);
+    }
+  for (std::int64_t i = 0; i < x.n; ++i)
+    for (int q = 0; q < 3; ++q) {
+      double want = 0;
+      for (std::int64_t j = 0; j < y.n; ++j)
+        if (y.labels[static_cast<std::size_t>(j)] == q)
+          want += plan[static_cast<std::size_t>(i * y.n + j)] * v[static_cast<std::size_t>(j)];
+      EXPECT_NEAR(t_v[static_cast<std::size_t>(i * 3 + q)], want, 1e-12);
+    }
+  // Balanced and converged: the columns of the plan sum to b.
+  std::vector<double> ones(static_cast<std::size_t>(x.n), 1.0);
+  const auto column_mass = solver.transpose_apply(ones, std::vector<std::int32_t>(ones.size(), 0), 1);
+  double l1 = 0;
+  for (std::int64_t j = 0; j < y.n; ++j) l1 += std::fabs(column_mass[static_cast<std::size_t>(j)] - y.weights[static_cast<std::size_t>(j)]);
+  EXPECT_LT(l1, 1e-6);
+  // Block sums over selected cells.
+  std::vector<std::int32_t> rows = x.labels, cols = y.labels;
+  rows[0] = -1;
+  const auto blocks = solver.block_sums(rows, 3, cols, 3);
+  for (int p = 0; p < 3; ++p)
+    for (int q = 0; q < 3; ++q) {
+      double mass = 0, weighted = 0, plain = 0;
+      std::int64_t count = 0;
+      for (std::int64_t i = 0; i < x.n; ++i)
+        for (std::int64_t j = 0; j < y.n; ++j) {
+          if (rows[static_cast<std::size_t>(i)] != p || cols[static_cast<std::size_t>(j)] != q) continue;
+          const double c = point_cost_reference(cost, &x.points[static_cast<std::size_t>(i * 4)],
+                                                &y.points[static_cast<std::size_t>(j * 4)], 4, p, q);
+          mass += plan[static_cast<std::size_t>(i * y.n + j)];
+          weighted += plan[static_cast<std::size_t>(i * y.n + j)] * c;
+          plain += c;
+          ++count;
+        }
+      const std::size_t b = static_cast<std::size_t>(p * 3 + q);
+      EXPECT_NEAR(blocks.mass[b], mass, 1e-12);
+      EXPECT_NEAR(blocks.cost[b], weighted, 1e-12);
+      EXPECT_NEAR(blocks.plain_cost[b], plain, 1e-9);
+      EXPECT_EQ(blocks.count[b], count);
+    }
+}
+
+// ------------------------------------------------------------- bad input
+
+TEST(TiledSinkhorn, BadInputIsAUserError) {
+  const auto x = random_cloud(20, 3, 71), y = random_cloud(30, 3, 72);
+  const auto expect_error = [&](HostCloud xs, HostCloud ys, PointCost cost, TiledSinkhornOptions o,
+                                const std::string& words) {
+    DevicePoints<double> dx(xs), dy(ys);
+    try {
+      TiledSinkhorn<double> solver(self(), RowBlock::of(xs.n, 1, 0), dx.view(), dy.view(), cost, o);
+      ADD_FAILURE() << "no error for " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  TiledSinkhornOptions o;
+  auto nan_x = x;
+  nan_x.points[4] = std::nan("");
+  expect_error(nan_x, y, PointCost(), o, "non-finite coordinate");
+  auto zero_b = y;
+  std::fill(zero_b.weights.begin(), zero_b.weights.end(), 0.0);
+  expect_error(x, zero_b, PointCost(), o, "sum to zero");
+  auto negative = x;
+  negative.weights[3] = -1;
+  expect_error(negative, y, PointCost(), o, "negative");
+  auto bad = o;
+  bad.tau_a = 1.5;
+  expect_error(x, y, PointCost(), bad, "(0, 1]");
+  bad = o;
+  bad.epsilon = 0;
+  expect_error(x, y, PointCost(), bad, "positive");
+  auto wide = random_cloud(30, 4, 73);
+  expect_error(x, wide, PointCost(), o, "dimensions");
+  PointCost labelled;
+  labelled.label = test::label_table(2, 2, 1.0);  // labels run to 2
+  expect_error(x, y, labelled, o, "outside the label table");
+}
+
+}  // namespace
+}  // namespace kotml::ot
