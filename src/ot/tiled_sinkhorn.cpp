@@ -198,6 +198,7 @@ struct TiledSinkhorn<T>::Impl {
   Data data;
   Vector<T> stored;
   std::size_t stored_bytes = 0, budget = 0;
+  bool storing = false;  // the costs are stored (on every rank alike)
 
   std::vector<double> a, b, log_a, log_b;  // this rank's rows; all columns
   std::vector<double> f, g;                // potentials (OTT convention)
@@ -413,7 +414,7 @@ struct TiledSinkhorn<T>::Impl {
     const double target = resolve_epsilon();
     TiledSinkhornReport report;
     report.epsilon = target;
-    report.stored = stored.extent(0) > 0;
+    report.stored = storing;
     report.stored_bytes = stored_bytes;
     report.cost_memory = budget;
     const bool symmetric = options.updates == DualUpdates::symmetric;
@@ -522,7 +523,7 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   comm.phase([&] {
     options.validate();
     cost.validate();
-    if (rows.begin % RowBlock::tile_rows != 0)
+    if (rows.count > 0 && rows.begin % RowBlock::tile_rows != 0)
       throw std::logic_error("tiled Sinkhorn: row block begins at " + std::to_string(rows.begin) +
                              ", not at a row tile");
     if (rows.total < 1) throw Error("", "x", "the source point set is empty");
@@ -635,9 +636,11 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   s.stored_bytes = static_cast<std::size_t>(comm.max(static_cast<std::int64_t>(local_bytes)));
   s.budget = static_cast<std::size_t>(-comm.max(-static_cast<std::int64_t>(s.budget)));
   const bool store = options.storage == CostStorage::stored || (options.storage == CostStorage::automatic && fits);
-  if (store && local_bytes > 0) {
+  s.storing = store;
+  if (store) {
     ProfilingRegion region("kotml::ot::tiled_store_costs");
-    comm.phase([&] {
+    comm.phase([&] {  // every rank, also one without rows: the phase is collective
+      if (local_bytes == 0) return;
       try {
         s.stored = Vector<T>(no_init("kotml::ot::tiled_stored_costs"), local_bytes / sizeof(T));
       } catch (const std::exception&) {
@@ -645,12 +648,13 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
                                             " bytes on this rank, more than can be allocated; use online costs");
       }
     });
-    detail::FillTiles<T> fill{d, s.stored};
-    Kokkos::parallel_for("kotml::ot::tiled_fill", detail::tile_policy(d.row_tiles * d.col_tiles,
-                                                                       detail::tile_scratch_bytes<T>(0)),
-                         fill);
-    Kokkos::fence();
-    d.stored = s.stored;
+    if (local_bytes > 0) {
+      detail::FillTiles<T> fill{d, s.stored};
+      Kokkos::parallel_for("kotml::ot::tiled_fill",
+                           detail::tile_policy(d.row_tiles * d.col_tiles, detail::tile_scratch_bytes<T>(0)), fill);
+      Kokkos::fence();
+      d.stored = s.stored;
+    }
   }
 }
 

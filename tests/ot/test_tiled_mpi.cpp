@@ -1,0 +1,97 @@
+// The tiled Sinkhorn on 1, 2 and 3 ranks gives the bits of one rank: each rank
+// solves its block of rows with the others (MPI_COMM_WORLD) and the whole
+// problem alone (MPI_COMM_SELF), and every potential, error, column sum and
+// block sum must be identical. Includes a rank without rows.
+
+#include <gtest/gtest.h>
+
+#include "kotml/ot/tiled_sinkhorn.hpp"
+#include "tiled_test_support.hpp"
+
+namespace kotml::ot {
+namespace {
+
+struct Setup {
+  std::int64_t n, m;
+  int dim;
+  Cost kind;
+  bool labelled;
+  TiledSinkhornOptions options;
+};
+
+template <class T>
+void expect_rank_independent(const Setup& setup) {
+  const dist::Comm world;
+  const dist::Comm self(MPI_COMM_SELF);
+  const auto x = test::random_cloud(setup.n, setup.dim, 101), y = test::random_cloud(setup.m, setup.dim, 102);
+  PointCost cost;
+  cost.kind = setup.kind;
+  cost.feature_weight = 0.5;
+  if (setup.labelled) cost.label = test::label_table(3, 3, 1.5);
+
+  const RowBlock mine = RowBlock::of(x.n, world.size(), world.rank());
+  test::DevicePoints<T> dx(x, mine.begin, mine.count), dy(y), whole(x);
+  TiledSinkhorn<T> shared(world, mine, dx.view(), dy.view(), cost, setup.options);
+  TiledSinkhorn<T> alone(self, RowBlock::of(x.n, 1, 0), whole.view(), dy.view(), cost, setup.options);
+  const auto r_shared = shared.solve();
+  const auto r_alone = alone.solve();
+  EXPECT_EQ(r_shared.iterations, r_alone.iterations);
+  EXPECT_EQ(r_shared.errors, r_alone.errors);
+  EXPECT_EQ(r_shared.status, r_alone.status);
+  EXPECT_EQ(shared.g(), alone.g());
+  const auto f_all = alone.f();
+  EXPECT_EQ(shared.f(), std::vector<double>(f_all.begin() + mine.begin, f_all.begin() + mine.begin + mine.count));
+
+  // Column sums of the plan by source label, and block sums.
+  std::vector<double> u_all(static_cast<std::size_t>(x.n));
+  for (std::size_t i = 0; i < u_all.size(); ++i) u_all[i] = 1.0 + 0.01 * static_cast<double>(i % 7);
+  const std::vector<double> u_mine(u_all.begin() + mine.begin, u_all.begin() + mine.begin + mine.count);
+  const std::vector<std::int32_t> groups_mine(x.labels.begin() + mine.begin,
+                                              x.labels.begin() + mine.begin + mine.count);
+  EXPECT_EQ(shared.transpose_apply(u_mine, groups_mine, 3), alone.transpose_apply(u_all, x.labels, 3));
+  const auto b_shared = shared.block_sums(groups_mine, 3, y.labels, 3);
+  const auto b_alone = alone.block_sums(x.labels, 3, y.labels, 3);
+  EXPECT_EQ(b_shared.mass, b_alone.mass);
+  EXPECT_EQ(b_shared.cost, b_alone.cost);
+  EXPECT_EQ(b_shared.plain_cost, b_alone.plain_cost);
+  EXPECT_EQ(b_shared.count, b_alone.count);
+  // Row sums by target label: this rank's rows of the whole.
+  const std::vector<double> ones(static_cast<std::size_t>(y.n), 1.0);
+  const auto rows_alone = alone.apply(ones, y.labels, 3);
+  EXPECT_EQ(shared.apply(ones, y.labels, 3),
+            std::vector<double>(rows_alone.begin() + 3 * mine.begin, rows_alone.begin() + 3 * (mine.begin + mine.count)));
+}
+
+TiledSinkhornOptions with(double eps, double tau, DualUpdates updates, CostStorage storage, int max_iter) {
+  TiledSinkhornOptions o;
+  o.epsilon = eps;
+  o.tau_a = o.tau_b = tau;
+  o.updates = updates;
+  o.storage = storage;
+  o.max_iterations = max_iter;
+  o.threshold = 1e-7;
+  return o;
+}
+
+TEST(TiledSinkhornRanks, AlternatingFloatWithLabelsOnline) {
+  // 5 row tiles: 3 ranks hold 2, 2 and 1; 2 column tiles, the second short.
+  expect_rank_independent<float>({300, 270, 6, Cost::cosine, true,
+                                  with(0.05, 1.0, DualUpdates::alternating, CostStorage::online, 300)});
+}
+
+TEST(TiledSinkhornRanks, SymmetricUnbalancedDoubleStored) {
+  expect_rank_independent<double>({300, 200, 4, Cost::sqeuclidean, false,
+                                   with(0.5, 0.9, DualUpdates::symmetric, CostStorage::stored, 200)});
+}
+
+TEST(TiledSinkhornRanks, RelativeEpsilonScaledEuclideanWithAnIdleRank) {
+  // 100 rows are two tiles: on 3 ranks the last holds none.
+  auto o = with(0.1, 1.0, DualUpdates::alternating, CostStorage::automatic, 400);
+  o.relative_epsilon = true;
+  o.epsilon_init = 30;
+  o.epsilon_decay = 0.85;
+  expect_rank_independent<double>({100, 90, 3, Cost::euclidean, false, o});
+}
+
+}  // namespace
+}  // namespace kotml::ot
