@@ -3,11 +3,14 @@
 // precision, double otherwise). Each launch sits in a function of its own; host
 // code in sampled_gw.cpp only sequences them and talks to MPI.
 //
+// The Sinkhorn's row and column log-sum-exps are the ot family's
+// (kotml/ot/lse.hpp), shared with the OT solvers; column sums combine over
+// tiles and ranks in dist::UnitFixed fixed point.
+//
 // Determinism: every per-row quantity is a fixed sequence of operations in one
-// thread (eight interleaved accumulators, combined in a fixed tree, so that
-// compilers may vectorise them without reordering anything). Column log-sum-exps
-// add exp(x − max) first within a global row tile (in S), then as 64-bit fixed
-// point across tiles and ranks, where addition is exact and order-free.
+// thread. Column log-sum-exps add exp(x − max) first within a global row tile
+// (in S), then in fixed point across tiles and ranks, where addition is exact
+// and order-free.
 
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
@@ -17,9 +20,11 @@
 #include "kotml/core/math.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/core/types.hpp"
+#include "kotml/dist/fixed_point.hpp"
 #include "kotml/gw/distances.hpp"
 #include "kotml/gw/row_partition.hpp"
 #include "kotml/ot/fast_exp.hpp"
+#include "kotml/ot/lse.hpp"
 #include "gw_simd_host.hpp"
 
 namespace kotml::gw::detail {
@@ -30,7 +35,9 @@ template <class S>
 using Vec = Kokkos::View<S*, MemSpace>;
 template <class S>
 using ConstMat = Kokkos::View<const S**, Kokkos::LayoutRight, MemSpace>;
-using Fixed = Kokkos::View<std::int64_t*, MemSpace>;
+using Fixed = Kokkos::View<std::int64_t*, MemSpace>;  // column_limbs per column
+using ColumnFixed = dist::UnitFixed;
+constexpr int column_limbs = ColumnFixed::limbs;
 
 constexpr int lanes = 8;
 constexpr std::int64_t column_chunk = 32;
@@ -44,54 +51,6 @@ KOKKOS_FORCEINLINE_FUNCTION S larger(S a, S b) {
 template <class S>
 KOKKOS_FORCEINLINE_FUNCTION S lane_total(const S* acc) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/// log Σ_k exp(log_v[k] − cost[k]·inv_eps) + one extra term, in two passes
-/// (max, then sum of exp(x − max)) over one row.
-template <class S>
-KOKKOS_FORCEINLINE_FUNCTION S row_log_sum_exp(const S* cost, const S* log_v, std::int64_t count, S inv_eps,
-                                              S extra) {
-  S top[lanes];
-  for (int l = 0; l < lanes; ++l) top[l] = extra;
-  std::int64_t k = 0;
-  for (; k + lanes <= count; k += lanes)
-    for (int l = 0; l < lanes; ++l) top[l] = larger(top[l], log_v[k + l] - cost[k + l] * inv_eps);
-  S m = extra;
-  for (int l = 0; l < lanes; ++l) m = larger(m, top[l]);
-  for (std::int64_t t = k; t < count; ++t) m = larger(m, log_v[t] - cost[t] * inv_eps);
-  S acc[lanes];
-  for (int l = 0; l < lanes; ++l) acc[l] = S(0);
-  for (k = 0; k + lanes <= count; k += lanes)
-    for (int l = 0; l < lanes; ++l) acc[l] += ot::fast_exp(log_v[k + l] - cost[k + l] * inv_eps - m);
-  S s = lane_total(acc) + ot::fast_exp(extra - m);
-  for (std::int64_t t = k; t < count; ++t) s += ot::fast_exp(log_v[t] - cost[t] * inv_eps - m);
-  return m + kmath::log(s);
-}
-
-/// top[c] = max over rows r0 ≤ i < r1 of log_u[i] − cost(i, k0+c)·inv_eps, for
-/// c < width, starting from the values in top.
-template <class S>
-KOKKOS_FORCEINLINE_FUNCTION void column_max_tile(const S* cost, std::int64_t ld, std::int64_t r0,
-                                                 std::int64_t r1, std::int64_t k0, std::int64_t width,
-                                                 const S* log_u, S inv_eps, S* top) {
-  for (std::int64_t i = r0; i < r1; ++i) {
-    const S* row = cost + i * ld + k0;
-    const S u = log_u[i];
-    for (std::int64_t c = 0; c < width; ++c) top[c] = larger(top[c], u - row[c] * inv_eps);
-  }
-}
-
-/// acc[c] += exp(log_u[i] − cost(i, k0+c)·inv_eps − shift[c]) over the rows of a
-/// tile, in row order.
-template <class S>
-KOKKOS_FORCEINLINE_FUNCTION void column_sum_tile(const S* cost, std::int64_t ld, std::int64_t r0,
-                                                 std::int64_t r1, std::int64_t k0, std::int64_t width,
-                                                 const S* log_u, S inv_eps, const S* shift, S* acc) {
-  for (std::int64_t i = r0; i < r1; ++i) {
-    const S* row = cost + i * ld + k0;
-    const S u = log_u[i];
-    for (std::int64_t c = 0; c < width; ++c) acc[c] += ot::fast_exp(u - row[c] * inv_eps - shift[c]);
-  }
 }
 
 /// One row of the momentum step T ← (1−α)·T + α·exp(u − Λ/ε + v); out receives
@@ -222,9 +181,10 @@ double add_rank_one_terms(Mat<S> lambda, Vec<S> row, Vec<S> col) {
 // ------------------------------------------------------------------- Sinkhorn
 
 /// Row update from the column potentials. new_u(i) = log_a(i) − LSE_i, with
-/// LSE_i over the real columns and the slack column (cost `slack_scaled` =
-/// −penalty/ε). With `check`, returns max_i |exp(old_u(i) + LSE_i) − a(i)|: the
-/// row-marginal error of the state (old_u, log_v).
+/// LSE_i over the real columns (the ot family's row log-sum-exp) merged with
+/// the slack column (cost `slack_scaled` = −penalty/ε). With `check`, returns
+/// max_i |exp(old_u(i) + LSE_i) − a(i)|: the row-marginal error of the state
+/// (old_u, log_v).
 template <class S>
 S row_update(ConstMat<S> lambda, Vec<S> log_v, Vec<S> log_a, Vec<S> a, S inv_eps, S slack_scaled,
              Vec<S> old_u, Vec<S> new_u, bool check) {
@@ -233,13 +193,8 @@ S row_update(ConstMat<S> lambda, Vec<S> log_v, Vec<S> log_a, Vec<S> a, S inv_eps
   Kokkos::parallel_reduce(
       "kotml::gw::sinkhorn_rows", Kokkos::RangePolicy<ExecSpace>(0, lambda.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i, S& worst) {
-#ifdef KOTML_DEVICE_PASS
-        const S lse = row_log_sum_exp(&lambda(i, 0), log_v.data(), k_count, inv_eps,
-                                      log_v(k_count) + slack_scaled);
-#else
-        const S lse = row_log_sum_exp_host(&lambda(i, 0), log_v.data(), k_count, inv_eps,
-                                           log_v(k_count) + slack_scaled);
-#endif
+        const S real = ot::detail::row_lse_one(&lambda(i, 0), log_v.data(), k_count, inv_eps);
+        const S lse = ot::detail::log_add_exp(real, log_v(k_count) + slack_scaled);
         new_u(i) = log_a(i) - lse;
         if (check) {
           const S e = kmath::fabs(kmath::exp(old_u(i) + lse) - a(i));
@@ -254,7 +209,7 @@ S row_update(ConstMat<S> lambda, Vec<S> log_v, Vec<S> log_a, Vec<S> a, S inv_eps
 /// corner log_v(K) (cost 0). Every rank computes it alike: an exact max, then a
 /// fixed-point sum.
 template <class S>
-S slack_row_lse(Vec<S> log_v, S slack_scaled, double fixed_scale) {
+S slack_row_lse(Vec<S> log_v, S slack_scaled) {
   const std::int64_t k_count = log_v.extent(0) - 1;
   double m = -kmath::infinity<double>();
   Kokkos::parallel_reduce(
@@ -265,16 +220,14 @@ S slack_row_lse(Vec<S> log_v, S slack_scaled, double fixed_scale) {
         if (x > best) best = x;
       },
       Kokkos::Max<double>(m));
-  std::int64_t total = 0;
-  Kokkos::parallel_reduce(
-      "kotml::gw::slack_row_sum", Kokkos::RangePolicy<ExecSpace>(0, k_count + 1),
-      KOKKOS_LAMBDA(const std::int64_t k, std::int64_t& sum) {
+  Fixed total("kotml::gw::slack_row_fixed", column_limbs);
+  Kokkos::parallel_for(
+      "kotml::gw::slack_row_sum", Kokkos::RangePolicy<ExecSpace>(0, k_count + 1), KOKKOS_LAMBDA(const std::int64_t k) {
         const S x = k < k_count ? log_v(k) + slack_scaled : log_v(k);
-        sum += static_cast<std::int64_t>(
-            static_cast<double>(ot::fast_exp(static_cast<S>(x - static_cast<S>(m)))) * fixed_scale + 0.5);
-      },
-      total);
-  return static_cast<S>(m + kmath::log(static_cast<double>(total) / fixed_scale));
+        ColumnFixed::atomic_deposit(total.data(), static_cast<double>(ot::fast_exp(static_cast<S>(x - static_cast<S>(m)))));
+      });
+  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), total);
+  return static_cast<S>(m + kmath::log(ColumnFixed::to_double(host.data())));
 }
 
 /// Column maxima over this rank's rows of log_u(i) − Λ(i, k)/ε (k < K) and of
@@ -303,11 +256,7 @@ void column_max(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec
         const std::int64_t width = k0 + column_chunk < k_count ? column_chunk : k_count - k0;
         S top[column_chunk];
         for (std::int64_t c = 0; c < width; ++c) top[c] = -kmath::infinity<S>();
-#ifdef KOTML_DEVICE_PASS
-        column_max_tile(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, top);
-#else
-        column_max_tile_host(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, top);
-#endif
+        ot::detail::column_max(lambda.data() + r0 * ld + k0, ld, r1 - r0, width, log_u.data() + r0, inv_eps, top);
         for (std::int64_t c = 0; c < width; ++c) Kokkos::atomic_fetch_max(&col_max(k0 + c), top[c]);
       });
 }
@@ -323,12 +272,11 @@ void add_slack_row_to_max(Vec<S> col_max, S slack_u, S slack_scaled) {
       });
 }
 
-/// Σ over this rank's rows of exp(x − col_max(k)), per column, as fixed point:
-/// each (row tile × column chunk) unit adds its tile's sums in S, then rounds
-/// them once to multiples of 1/fixed_scale and adds those integers atomically.
+/// Σ over this rank's rows of exp(x − col_max(k)), per column, in fixed point:
+/// each (row tile × column chunk) unit adds its tile's sums in S, then deposits
+/// them into the column's limbs atomically.
 template <class S>
-void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec<S> col_max,
-                 double fixed_scale, Fixed fixed) {
+void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Vec<S> col_max, Fixed fixed) {
   const std::int64_t rows = lambda.extent(0), k_count = lambda.extent(1);
   const auto ld = static_cast<std::int64_t>(lambda.stride(0));
   const std::int64_t tiles = (rows + plan_row_tile - 1) / plan_row_tile;
@@ -344,8 +292,7 @@ void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Ve
           S s = S(0);
           for (std::int64_t i = r0; i < r1; ++i)
             s += ot::fast_exp(log_u(i) + slack_scaled - col_max(k_count));
-          Kokkos::atomic_fetch_add(&fixed(k_count),
-                                   static_cast<std::int64_t>(static_cast<double>(s) * fixed_scale + 0.5));
+          ColumnFixed::atomic_deposit(&fixed(k_count * column_limbs), static_cast<double>(s));
           return;
         }
         const std::int64_t k0 = chunk * column_chunk;
@@ -356,29 +303,25 @@ void column_sums(ConstMat<S> lambda, Vec<S> log_u, S inv_eps, S slack_scaled, Ve
           acc[c] = S(0);
           shift[c] = c < width ? col_max(k0 + c) : S(0);
         }
-#ifdef KOTML_DEVICE_PASS
-        column_sum_tile(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
-#else
-        column_sum_tile_host(lambda.data(), ld, r0, r1, k0, width, log_u.data(), inv_eps, shift, acc);
-#endif
+        ot::detail::column_sum(lambda.data() + r0 * ld + k0, ld, r1 - r0, width, log_u.data() + r0, inv_eps, shift,
+                               acc);
         for (std::int64_t c = 0; c < width; ++c)
-          Kokkos::atomic_fetch_add(&fixed(k0 + c),
-                                   static_cast<std::int64_t>(static_cast<double>(acc[c]) * fixed_scale + 0.5));
+          ColumnFixed::atomic_deposit(&fixed((k0 + c) * column_limbs), static_cast<double>(acc[c]));
       });
 }
 
 /// log_v(k) = τ·(log_b(k) − LSE_k), LSE_k from the global fixed-point sums plus
 /// the slack row's term; τ = 1 for a balanced target.
 template <class S>
-void column_finish(Fixed fixed, Vec<S> col_max, Vec<S> log_b, S slack_u, S slack_scaled,
-                   double fixed_scale, S tau, Vec<S> log_v) {
+void column_finish(Fixed fixed, Vec<S> col_max, Vec<S> log_b, S slack_u, S slack_scaled, S tau, Vec<S> log_v) {
   const std::int64_t k_count = log_v.extent(0) - 1;
   Kokkos::parallel_for(
       "kotml::gw::sinkhorn_columns", Kokkos::RangePolicy<ExecSpace>(0, k_count + 1),
       KOKKOS_LAMBDA(const std::int64_t k) {
         const S slack_term = k < k_count ? slack_u + slack_scaled : slack_u;
-        const double s = static_cast<double>(fixed(k)) / fixed_scale +
-                         static_cast<double>(ot::fast_exp(slack_term - col_max(k)));
+        std::int64_t limbs[column_limbs];
+        for (int l = 0; l < column_limbs; ++l) limbs[l] = fixed(k * column_limbs + l);
+        const double s = ColumnFixed::to_double(limbs) + static_cast<double>(ot::fast_exp(slack_term - col_max(k)));
         const S lse = col_max(k) + static_cast<S>(kmath::log(s));
         log_v(k) = tau * (log_b(k) - lse);
       });

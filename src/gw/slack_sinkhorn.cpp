@@ -48,10 +48,7 @@ SlackSinkhorn<S>::SlackSinkhorn(const std::vector<double>& p_local, const std::v
     : comm_(&comm) {
   const std::int64_t rows = static_cast<std::int64_t>(p_local.size());
   const std::int64_t k = static_cast<std::int64_t>(q.size());
-  // Every term of a column sum is ≤ 1 (taken against the column maximum) and
-  // there are at most max(N, K) + 1 of them: the fixed-point total stays < 2^62.
-  fixed_scale_ = std::ldexp(
-      1.0, 62 - static_cast<int>(std::ceil(std::log2(static_cast<double>(std::max(n_total, k) + 2)))));
+  (void)n_total;  // fixed-point column sums hold any row count (dist::UnitFixed)
   std::vector<double> log_a, log_b;
   // Zero weights get log(1e-30), as TorchGW clamps them, so no term is -inf.
   for (double w : p_local) log_a.push_back(std::log(std::max(w, 1e-30)));
@@ -69,7 +66,7 @@ SlackSinkhorn<S>::SlackSinkhorn(const std::vector<double>& p_local, const std::v
   log_u_next_ = Vector<S>(no_init("kotml::gw::log_u_next"), rows);
   log_v_ = Vector<S>("kotml::gw::log_v", k + 1);
   col_max_ = Vector<S>(no_init("kotml::gw::col_max"), k + 1);
-  fixed_ = Kokkos::View<std::int64_t*, MemSpace>(no_init("kotml::gw::column_fixed"), k + 1);
+  fixed_ = Kokkos::View<std::int64_t*, MemSpace>(no_init("kotml::gw::column_fixed"), (k + 1) * detail::column_limbs);
 }
 
 template <class S>
@@ -92,7 +89,7 @@ SlackSinkhornSummary SlackSinkhorn<S>::solve(Matrix<const S> cost, double penalt
   auto update_rows = [&](bool check, S& next_slack) {
     const S err = detail::row_update<S>(cost, log_v_, log_a_, a_, inv_eps, slack_scaled, log_u_,
                                         log_u_next_, check);
-    const S slack_lse = detail::slack_row_lse<S>(log_v_, slack_scaled, fixed_scale_);
+    const S slack_lse = detail::slack_row_lse<S>(log_v_, slack_scaled);
     next_slack = log_a_slack_ - slack_lse;
     if (!check) return 0.0;
     double worst = static_cast<double>(err);
@@ -116,9 +113,9 @@ SlackSinkhornSummary SlackSinkhorn<S>::solve(Matrix<const S> cost, double penalt
     detail::column_max<S>(cost, log_u_, inv_eps, slack_scaled, col_max_);
     allreduce_max<S>(comm, col_max_);
     detail::add_slack_row_to_max<S>(col_max_, log_u_slack_, slack_scaled);
-    detail::column_sums<S>(cost, log_u_, inv_eps, slack_scaled, col_max_, fixed_scale_, fixed_);
+    detail::column_sums<S>(cost, log_u_, inv_eps, slack_scaled, col_max_, fixed_);
     allreduce_sum(comm, fixed_);
-    detail::column_finish<S>(fixed_, col_max_, log_b_, log_u_slack_, slack_scaled, fixed_scale_, tau,
+    detail::column_finish<S>(fixed_, col_max_, log_b_, log_u_slack_, slack_scaled, tau,
                              log_v_);
     summary.iterations = it + 1;
     if ((it + 1) % settings.check_every == 0 && it + 1 < settings.max_iter) {

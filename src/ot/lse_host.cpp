@@ -132,6 +132,31 @@ float row_lse_host(const float* c, const float* h, std::int64_t m, float s, floa
   return row_lse_lanes<float, 16>(c, h, m, s, shift);
 }
 
+/// Σ_j exp(h_j − s·c_j − shift), the lanes of row_lse's one-pass path.
+template <class T, int W>
+__attribute__((always_inline)) inline T row_sum_lanes(const T* __restrict c, const T* __restrict h, std::int64_t m,
+                                                      T s, T shift) {
+  const std::int64_t full = m - m % W;
+  T tail_c[W], tail_h[W];
+  KOTML_OT_UNROLL
+  for (int l = 0; l < W; ++l) {
+    const bool inside = full + l < m;
+    tail_c[l] = inside ? c[full + l] : T(0);
+    tail_h[l] = inside ? h[full + l] : -std::numeric_limits<T>::infinity();
+  }
+  return shifted_sum<T, W>(c, h, full, tail_c, tail_h, s, shift);
+}
+
+KOTML_SIMD_CLONES
+double row_sum_host(const double* c, const double* h, std::int64_t m, double s, double shift) {
+  return row_sum_lanes<double, 8>(c, h, m, s, shift);
+}
+
+KOTML_SIMD_CLONES
+float row_sum_host(const float* c, const float* h, std::int64_t m, float s, float shift) {
+  return row_sum_lanes<float, 16>(c, h, m, s, shift);
+}
+
 KOTML_SIMD_CLONES
 double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan) {
   return row_transport_lanes<double, 8>(c, h, m, s, own, plan);

@@ -1,9 +1,10 @@
-// Host clones of the tile costs (see tile_costs.hpp): a register-blocked
-// product of the tile's rows of x with its k-major panel of y, then the OTT
-// formula row by row. Each entry's feature sum is one chain of fused
-// multiply-adds in coordinate order from zero, exactly as TileCostData::entry
-// computes it, so every SIMD level (and the portable loop) gives the same bits;
-// the blocking only keeps R × V independent chains in registers.
+// Host tile costs (see tile_costs.hpp): a register-blocked product of the
+// tile's rows of x with its k-major panel of y (AVX2 + FMA intrinsics where the
+// CPU has them, picked at run time), then the OTT formula row by row (SIMD
+// clones). Each entry's feature sum is one chain of fused multiply-adds in
+// coordinate order from zero, exactly as TileCostData::entry computes it, so
+// every CPU (and the portable loop) gives the same bits; the blocking only
+// keeps R × 16 independent chains in registers.
 //
 // Built at -O3 without FMA contraction (only the explicit fma calls fuse) and
 // without errno from sqrt, so that the loops vectorise (src/CMakeLists.txt).
@@ -12,64 +13,151 @@
 
 #include "kotml/core/simd_clones.hpp"
 
+#include <cmath>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 namespace kotml::ot::detail {
 namespace {
 
-/// Feature sums of R rows (stride ldx) against V consecutive columns of a
-/// k-major panel (stride tile_cols), into out (stride tile_cols).
-template <class T, int R, int V, bool Difference>
-__attribute__((always_inline)) inline void feature_block(const T* __restrict x, std::int64_t ldx,
-                                                         const T* __restrict panel, int dim, T* __restrict out) {
-  T acc[R][V];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) acc[r][v] = T(0);
-  for (int k = 0; k < dim; ++k) {
-    const T* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
-    for (int r = 0; r < R; ++r) {
-      const T xr = x[r * ldx + k];
-      for (int v = 0; v < V; ++v) {
+// ------------------------------------------------------------- products
+//
+// acc(i, j) = Σ_k x(i, k)·y(j, k) (or Σ_k (x − y)², Difference) as one chain
+// of fused multiply-adds per entry in k order. The AVX2 kernel keeps R rows ×
+// 16 (float) or 8 (double) columns of chains in registers; the portable
+// kernel computes each chain alone. Both round exactly alike, so every CPU
+// and TileCostData::entry give the same bits.
+
+/// The portable kernel (CPUs without FMA, and remainders): one chain at a time.
+template <class T, bool Difference>
+void products_portable(const T* x, std::int64_t ldx, std::int64_t rows, const T* panel, std::int64_t width,
+                       int dim, T* out) {
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < width; ++j) {
+      T acc = 0;
+      for (int k = 0; k < dim; ++k) {
+        const T xv = x[i * ldx + k], yv = panel[static_cast<std::int64_t>(k) * tile_cols + j];
         if constexpr (Difference) {
-          const T diff = xr - yk[v];
-          acc[r][v] = kmath::fma(diff, diff, acc[r][v]);
+          const T diff = xv - yv;
+          acc = std::fma(diff, diff, acc);
         } else {
-          acc[r][v] = kmath::fma(xr, yk[v], acc[r][v]);
+          acc = std::fma(xv, yv, acc);
         }
+      }
+      out[i * tile_cols + j] = acc;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KOTML_TILE_AVX2 1
+
+/// R rows × two vectors of columns, float: 2R accumulators of 8 lanes.
+template <int R, bool Difference>
+__attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const float* x, std::int64_t ldx,
+                                                                          const float* panel, int dim, float* out) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int k = 0; k < dim; ++k) {
+    const float* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
+    const __m256 y0 = _mm256_loadu_ps(yk), y1 = _mm256_loadu_ps(yk + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xr = _mm256_broadcast_ss(x + r * ldx + k);
+      if constexpr (Difference) {
+        const __m256 d0 = _mm256_sub_ps(xr, y0), d1 = _mm256_sub_ps(xr, y1);
+        acc[r][0] = _mm256_fmadd_ps(d0, d0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(d1, d1, acc[r][1]);
+      } else {
+        acc[r][0] = _mm256_fmadd_ps(xr, y0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(xr, y1, acc[r][1]);
       }
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) out[r * tile_cols + v] = acc[r][v];
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(out + r * tile_cols, acc[r][0]);
+    _mm256_storeu_ps(out + r * tile_cols + 8, acc[r][1]);
+  }
 }
 
-/// Feature sums of the whole tile: rows in blocks of R (then one by one),
-/// columns in blocks of V up to the padded width (y is zero past m).
-template <class T, int R, int V, bool Difference>
-__attribute__((always_inline)) inline void feature_tile(const T* x, std::int64_t ldx, std::int64_t rows,
-                                                        const T* panel, std::int64_t width, int dim, T* out) {
-  const std::int64_t padded = (width + V - 1) / V * V;
-  std::int64_t i = 0;
-  for (; i + R <= rows; i += R)
-    for (std::int64_t j = 0; j < padded; j += V)
-      feature_block<T, R, V, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
-  for (; i < rows; ++i)
-    for (std::int64_t j = 0; j < padded; j += V)
-      feature_block<T, 1, V, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
+/// The same for double: 2R accumulators of 4 lanes, 8 columns.
+template <int R, bool Difference>
+__attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const double* x, std::int64_t ldx,
+                                                                          const double* panel, int dim, double* out) {
+  __m256d acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_pd();
+  for (int k = 0; k < dim; ++k) {
+    const double* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
+    const __m256d y0 = _mm256_loadu_pd(yk), y1 = _mm256_loadu_pd(yk + 4);
+    for (int r = 0; r < R; ++r) {
+      const __m256d xr = _mm256_broadcast_sd(x + r * ldx + k);
+      if constexpr (Difference) {
+        const __m256d d0 = _mm256_sub_pd(xr, y0), d1 = _mm256_sub_pd(xr, y1);
+        acc[r][0] = _mm256_fmadd_pd(d0, d0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_pd(d1, d1, acc[r][1]);
+      } else {
+        acc[r][0] = _mm256_fmadd_pd(xr, y0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_pd(xr, y1, acc[r][1]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_pd(out + r * tile_cols, acc[r][0]);
+    _mm256_storeu_pd(out + r * tile_cols + 4, acc[r][1]);
+  }
 }
+
+/// The tile's products: columns in blocks of 16 floats or 8 doubles up to the
+/// padded width (y is zero past m), and for each, rows in blocks of 6 (then 4,
+/// 2, 1): a column block's k-major strip of y stays in L1 while every row block
+/// of the tile runs over it.
+template <class T, bool Difference>
+__attribute__((target("avx2,fma"))) void products_avx2(const T* x, std::int64_t ldx, std::int64_t rows,
+                                                       const T* panel, std::int64_t width, int dim, T* out) {
+  constexpr std::int64_t V = 64 / sizeof(T);
+  const std::int64_t padded = (width + V - 1) / V * V;
+  for (std::int64_t j = 0; j < padded; j += V) {
+    std::int64_t i = 0;
+    for (; i + 6 <= rows; i += 6) block_avx2<6, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
+    for (; i + 4 <= rows; i += 4) block_avx2<4, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
+    for (; i + 2 <= rows; i += 2) block_avx2<2, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
+    for (; i < rows; ++i) block_avx2<1, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
+  }
+}
+
+bool cpu_has_avx2_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
 
 template <class T>
-__attribute__((always_inline)) inline void cost_tile(const TileCostData<T>& d, std::int64_t I, std::int64_t J,
-                                                     T* __restrict out) {
-  constexpr int V = 64 / sizeof(T);  // two 256-bit vectors of columns
-  constexpr int R = 4;
+void products(const TileCostData<T>& d, const T* x, std::int64_t rows, const T* panel, std::int64_t width, T* out) {
+  const bool difference = d.kind == Cost::euclidean;
+#ifdef KOTML_TILE_AVX2
+  if (cpu_has_avx2_fma()) {
+    if (difference)
+      products_avx2<T, true>(x, d.dim, rows, panel, width, d.dim, out);
+    else
+      products_avx2<T, false>(x, d.dim, rows, panel, width, d.dim, out);
+    return;
+  }
+#endif
+  if (difference)
+    products_portable<T, true>(x, d.dim, rows, panel, width, d.dim, out);
+  else
+    products_portable<T, false>(x, d.dim, rows, panel, width, d.dim, out);
+}
+
+// ------------------------------------------------------------- formulas
+
+/// OTT's formula, the weights and the label term over a tile of products, row
+/// by row (vectorised across columns; every operation as in entry()).
+template <class T>
+__attribute__((always_inline)) inline void finish_tile(const TileCostData<T>& d, std::int64_t I, std::int64_t J,
+                                                       T* __restrict out) {
   const std::int64_t rows = d.rows_in(I), width = d.cols_in(J);
   const std::int64_t row0 = I * tile_rows, col0 = J * tile_cols;
-  const T* x = d.x.data() + row0 * d.dim;
-  const T* panel = d.y_packed.data() + J * d.dim * tile_cols;
-  if (d.kind == Cost::euclidean)
-    feature_tile<T, R, V, true>(x, d.dim, rows, panel, width, d.dim, out);
-  else
-    feature_tile<T, R, V, false>(x, d.dim, rows, panel, width, d.dim, out);
-
   const T fw = d.feature_weight, lw = d.label_weight;
   const bool labelled = d.label_table.extent(0) > 0;
   const T* yn = d.kind == Cost::euclidean ? nullptr : d.y_norm.data() + col0;
@@ -91,14 +179,29 @@ __attribute__((always_inline)) inline void cost_tile(const TileCostData<T>& d, s
   }
 }
 
-}  // namespace
+KOTML_SIMD_CLONES
+void finish_tile_host(const TileCostData<double>& d, std::int64_t I, std::int64_t J, double* out) {
+  finish_tile<double>(d, I, J, out);
+}
 
 KOTML_SIMD_CLONES
+void finish_tile_host(const TileCostData<float>& d, std::int64_t I, std::int64_t J, float* out) {
+  finish_tile<float>(d, I, J, out);
+}
+
+template <class T>
+void cost_tile(const TileCostData<T>& d, std::int64_t I, std::int64_t J, T* out) {
+  const std::int64_t rows = d.rows_in(I), width = d.cols_in(J);
+  products<T>(d, d.x.data() + I * tile_rows * d.dim, rows, d.y_packed.data() + J * d.dim * tile_cols, width, out);
+  finish_tile_host(d, I, J, out);
+}
+
+}  // namespace
+
 void cost_tile_host(const TileCostData<double>& data, std::int64_t I, std::int64_t J, double* out) {
   cost_tile<double>(data, I, J, out);
 }
 
-KOTML_SIMD_CLONES
 void cost_tile_host(const TileCostData<float>& data, std::int64_t I, std::int64_t J, float* out) {
   cost_tile<float>(data, I, J, out);
 }

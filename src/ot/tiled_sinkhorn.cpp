@@ -204,6 +204,9 @@ struct TiledSinkhorn<T>::Impl {
   std::vector<double> f, g;                // potentials (OTT convention)
   Vector<T> u, h;                          // f/ε, g/ε (padded, −∞ past the end)
   Vector<double> lse_row;                  // this rank's rows
+  Vector<double> row_guess;                // the last row log-sum-exps, as shifts
+  bool have_row_guess = false;
+  Kokkos::View<std::int32_t*, MemSpace> redone;  // per row tile: its guess failed
   Vector<T> shift, top;                    // per padded column
   detail::Limbs limbs;                     // padded columns × column_limbs
 
@@ -235,17 +238,30 @@ struct TiledSinkhorn<T>::Impl {
   // ----------------------------------------------------------- sweeps
 
   void launch_rows(double eps, bool cost_sums) {
-    detail::RowSweep<T> sweep{data, h, static_cast<T>(1.0 / eps), lse_row, cost_sums};
+    const bool guessed = have_row_guess && !cost_sums;
+    if (guessed) Kokkos::deep_copy(redone, 0);
+    detail::RowSweep<T> sweep{data, h, static_cast<T>(1.0 / eps), lse_row, cost_sums,
+                              guessed ? Vector<const double>(row_guess) : Vector<const double>(), redone};
     Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
     ++sweeps;
+    if (guessed) {
+      std::int32_t tiles_redone = 0;
+      Kokkos::parallel_reduce(
+          "kotml::ot::tiled_rows_redone", Kokkos::RangePolicy<ExecSpace>(0, redone.extent(0)),
+          KOKKOS_LAMBDA(const std::int64_t I, std::int32_t& count) { count += redone(I); }, tiles_redone);
+      retries += tiles_redone > 0 ? 1 : 0;
+    }
   }
 
-  /// LSE_j (g_j − c_ij)/eps for this rank's rows.
+  /// LSE_j (g_j − c_ij)/eps for this rank's rows; each becomes the row's shift
+  /// (guess) for the next row update.
   std::vector<double> rows_lse(double eps) {
     ProfilingRegion region("kotml::ot::tiled_row_update");
     scale_cols(g, eps);
     launch_rows(eps, false);
+    Kokkos::deep_copy(row_guess, lse_row);
+    have_row_guess = true;
     return detail::to_host(lse_row);
   }
 
@@ -624,6 +640,8 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   s.u = Vector<T>(no_init("kotml::ot::tiled_u"), s.padded_rows());
   s.h = Vector<T>(no_init("kotml::ot::tiled_h"), s.padded_cols());
   s.lse_row = Vector<double>(no_init("kotml::ot::tiled_row_lse"), std::max<std::int64_t>(n_local, 1));
+  s.row_guess = Vector<double>(no_init("kotml::ot::tiled_row_guess"), std::max<std::int64_t>(n_local, 1));
+  s.redone = Kokkos::View<std::int32_t*, MemSpace>("kotml::ot::tiled_rows_redone", std::max<std::int64_t>(d.row_tiles, 1));
   s.shift = Vector<T>("kotml::ot::tiled_shift", s.padded_cols());
   s.top = Vector<T>(no_init("kotml::ot::tiled_column_max"), s.padded_cols());
   s.limbs = detail::Limbs(no_init("kotml::ot::tiled_column_limbs"), s.padded_cols() * detail::column_limbs);

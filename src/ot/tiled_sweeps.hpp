@@ -57,9 +57,14 @@ struct ScratchCarver {
 
 // ------------------------------------------------------------------ rows
 
-/// lse(i) = LSE_j (h_j − s·c_ij) for this rank's rows, in double, merged over
-/// column tiles in order. With `row_cost_sum`, instead sums Σ_j c_ij per row
-/// in double (for a relative ε).
+/// lse(i) = LSE_j (h_j − s·c_ij) for this rank's rows, in double. With a
+/// guess (the row's log-sum-exp from the previous update, `shift`), one pass:
+/// Σ_j exp(h_j − s·c_ij − shift_i) per column tile, added in order in double,
+/// accepted when the total lies in [2^-20, 2^30]; otherwise (and without a
+/// guess) the team redoes its row tile in two passes per column tile (maximum,
+/// then shifted sum), merging the tiles' log-sum-exps in order. Either way a
+/// row's value depends only on the row. With `row_cost_sum`, instead sums
+/// Σ_j c_ij per row in double (for a relative ε).
 template <class T>
 struct RowSweep {
   TileCostData<T> costs;
@@ -67,8 +72,10 @@ struct RowSweep {
   T s;
   Vector<double> lse;
   bool row_cost_sum = false;
+  Vector<const double> shift;  // per local row; empty: no guess
+  Vector<std::int32_t> redone;  // per row tile: set when the guess failed
 
-  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double)); }
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + 64); }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
@@ -77,6 +84,41 @@ struct RowSweep {
     T* buffer = pad.take<T>(tile_entries);
     double* top = pad.take<double>(tile_rows);
     double* sum = pad.take<double>(tile_rows);
+    int* failed = pad.take<int>(1);
+    const bool guessed = shift.extent(0) > 0 && !row_cost_sum;
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { *failed = 0; });
+    if (guessed) {
+      sweep(team, I, rows, buffer, top, sum, true);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          const std::int64_t r = I * tile_rows + i;
+          const double t = sum[i];
+          if (t >= 0x1p-20 && t <= 0x1p30)
+            lse(r) = static_cast<double>(static_cast<T>(shift(r))) + kmath::log(t);
+          else
+            Kokkos::atomic_add(failed, 1);
+        });
+      });
+      team.team_barrier();
+      if (*failed == 0) return;
+      Kokkos::single(Kokkos::PerTeam(team), [&]() { redone(I) = 1; });
+    }
+    sweep(team, I, rows, buffer, top, sum, false);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const std::int64_t r = I * tile_rows + i;
+        if (row_cost_sum)
+          lse(r) = sum[i];
+        else
+          lse(r) = sum[i] > 0 ? top[i] + kmath::log(sum[i]) : -kmath::infinity<double>();
+      });
+    });
+  }
+
+  /// One pass over the row tile's column tiles: shifted sums (one_pass), cost
+  /// sums, or per-tile log-sum-exps merged into (top, sum).
+  KOKKOS_INLINE_FUNCTION void sweep(const TileMember& team, std::int64_t I, std::int64_t rows, T* buffer,
+                                    double* top, double* sum, bool one_pass) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() {
         top[i] = -kmath::infinity<double>();
@@ -98,6 +140,11 @@ struct RowSweep {
           Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += part; });
           return;
         }
+        if (one_pass) {
+          const T part = row_sum(team, c, hj, width, s, static_cast<T>(shift(I * tile_rows + i)));
+          Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += static_cast<double>(part); });
+          return;
+        }
         const T piece = row_lse(team, c, hj, width, s, kmath::infinity<T>());
         Kokkos::single(Kokkos::PerThread(team), [&]() {
           const double value = static_cast<double>(piece);
@@ -112,15 +159,6 @@ struct RowSweep {
       });
       team.team_barrier();
     }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        const std::int64_t r = I * tile_rows + i;
-        if (row_cost_sum)
-          lse(r) = sum[i];
-        else
-          lse(r) = sum[i] > 0 ? top[i] + kmath::log(sum[i]) : -kmath::infinity<double>();
-      });
-    });
   }
 };
 

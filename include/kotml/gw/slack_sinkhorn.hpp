@@ -15,8 +15,9 @@
 // max_i |(P1)_i − a_i| < tol over all N + 1 rows, checked every check_every
 // iterations; the check reuses the log-sum-exps of the next row update.
 //
-// Column log-sum-exps are formed against the exact global column maxima and
-// summed per global row tile, then in 64-bit fixed point across tiles and
+// Row and column log-sum-exps are the ot family's (kotml/ot/lse.hpp). Column
+// log-sum-exps are formed against the exact global column maxima and summed per
+// global row tile, then in fixed point (dist::UnitFixed) across tiles and
 // ranks: potentials are bit-identical for any rank or thread count.
 
 #include <cstdint>
@@ -66,7 +67,6 @@ class SlackSinkhorn {
 
  private:
   const dist::Comm* comm_;
-  double fixed_scale_;
   Vector<S> a_, log_a_, log_b_;
   S a_slack_, log_a_slack_;
   Vector<S> log_u_, log_u_next_, log_v_, col_max_;

@@ -33,6 +33,11 @@ namespace kotml::ot::detail {
 double row_lse_host(const double* c, const double* h, std::int64_t m, double s, double shift);
 float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift);
 
+/// Σ_j exp(h_j − s·c_j − shift) with row_lse's lanes: one piece of a row whose
+/// shift (its log-sum-exp from the previous update) the caller already knows.
+double row_sum_host(const double* c, const double* h, std::int64_t m, double s, double shift);
+float row_sum_host(const float* c, const float* h, std::int64_t m, float s, float shift);
+
 /// Σ_j p_j c_j with p_j = exp(own + h_j − s·c_j) (a row of the plan and its
 /// transport cost), each p_j also stored in plan unless it is null.
 double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan);
@@ -56,6 +61,46 @@ KOKKOS_INLINE_FUNCTION T row_lse_lanes(const Member& team, const T* c, const T* 
       Kokkos::ThreadVectorRange(team, m),
       [&](const std::int64_t j, T& local) { local += fast_exp(h[j] - s * c[j] - top); }, sum);
   return top + kmath::log(sum);
+}
+
+/// Σ_j exp(h_j − s·c_j − shift) over a row by one team thread: the host clone,
+/// or the row split over the thread's vector lanes.
+template <class Member, class T>
+KOKKOS_INLINE_FUNCTION T row_sum(const Member& team, const T* c, const T* h, std::int64_t m, T s, T shift) {
+#ifdef KOTML_DEVICE_PASS
+  T sum = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::ThreadVectorRange(team, m),
+      [&](const std::int64_t j, T& local) { local += fast_exp(h[j] - s * c[j] - shift); }, sum);
+  return sum;
+#else
+  (void)team;
+  return row_sum_host(c, h, m, s, shift);
+#endif
+}
+
+/// One thread, no vector lanes (portable two passes: maximum, then the sum).
+template <class T>
+KOKKOS_INLINE_FUNCTION T row_lse_serial(const T* c, const T* h, std::int64_t m, T s) {
+  T top = -kmath::infinity<T>();
+  for (std::int64_t j = 0; j < m; ++j) {
+    const T v = h[j] - s * c[j];
+    top = v > top ? v : top;
+  }
+  if (!(top > -kmath::infinity<T>())) return top;
+  T sum = 0;
+  for (std::int64_t j = 0; j < m; ++j) sum += fast_exp(h[j] - s * c[j] - top);
+  return top + kmath::log(sum);
+}
+
+/// One row by one thread outside a team: the host clone, or the portable loop.
+template <class T>
+KOKKOS_INLINE_FUNCTION T row_lse_one(const T* c, const T* h, std::int64_t m, T s) {
+#ifdef KOTML_DEVICE_PASS
+  return row_lse_serial(c, h, m, s);
+#else
+  return row_lse_host(c, h, m, s, kmath::infinity<T>());
+#endif
 }
 
 /// Called by one team thread for one row; `shift` is the guess of the result.
