@@ -21,9 +21,10 @@ std::vector<std::uint8_t> downsample_cells(const std::vector<std::int32_t>& clus
   for (std::size_t i = 0; i < cluster_of_cell.size(); ++i) {
     const std::int32_t c = cluster_of_cell[i];
     if (c < 0) continue;
-    require(c < n_clusters, "", "cluster labels",
-            "cell " + std::to_string(i) + " has code " + std::to_string(c) + " but there are " +
-                std::to_string(n_clusters) + " clusters");
+    if (c >= n_clusters)
+      throw Error("", "cluster labels",
+                  "cell " + std::to_string(i) + " has code " + std::to_string(c) + " but there are " +
+                      std::to_string(n_clusters) + " clusters");
     members[static_cast<std::size_t>(c)].push_back(static_cast<std::int64_t>(i));
   }
   std::vector<std::uint8_t> keep(cluster_of_cell.size(), 0);
@@ -79,9 +80,10 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
   std::vector<std::int64_t> cluster_size(static_cast<std::size_t>(n_clusters), 0);
   for (std::size_t i = 0; i < cluster_of_cell.size(); ++i) {
     const std::int32_t c = cluster_of_cell[i];
-    require(c >= -1 && c < n_clusters, "", "cluster labels",
-            "cell " + std::to_string(i) + " has code " + std::to_string(c) + " but there are " +
-                std::to_string(n_clusters) + " clusters");
+    if (c < -1 || c >= n_clusters)
+      throw Error("", "cluster labels",
+                  "cell " + std::to_string(i) + " has code " + std::to_string(c) + " but there are " +
+                      std::to_string(n_clusters) + " clusters");
     if (c >= 0) ++cluster_size[static_cast<std::size_t>(c)];
   }
   for (const auto& [a, b] : pairs)

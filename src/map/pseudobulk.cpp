@@ -20,10 +20,44 @@ void check_labels(const Labels& labels, std::int64_t n_cells, const std::string&
   for (std::size_t i = 0; i < labels.codes.size(); ++i) {
     const std::int32_t code = labels.codes[i];
     if (code < 0) throw Error("", what, "cell " + std::to_string(i) + " has no label");
-    require(code < n_names, "", what,
-            "cell " + std::to_string(i) + " has code " + std::to_string(code) + " but there are " +
-                std::to_string(n_names) + " categories");
+    if (code >= n_names)
+      throw Error("", what,
+                  "cell " + std::to_string(i) + " has code " + std::to_string(code) +
+                      " but there are " + std::to_string(n_names) + " categories");
   }
+}
+
+/// numpy's float32 pairwise sum (numpy/_core/src/umath/loops_utils.h.src,
+/// FLOAT_pairwise_sum): below 8 terms a plain loop; up to 128 terms eight
+/// interleaved accumulators, combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)),
+/// then the remainder; above, the two halves (the first a multiple of 8 long).
+float numpy_pairwise_sum(const float* a, std::int64_t n) {
+  if (n < 8) {
+    float res = -0.0f;
+    for (std::int64_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    float r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    std::int64_t i = 8;
+    for (; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  std::int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return numpy_pairwise_sum(a, n2) + numpy_pairwise_sum(a + n2, n - n2);
+}
+
+/// A float32 row total as scipy's csr sum(axis=1) gives it: np.add.reduceat
+/// over the row's stored (nonzero) values, i.e. the first value plus the
+/// pairwise sum of the others.
+float scipy_row_sum(const std::vector<float>& nonzero) {
+  if (nonzero.empty()) return 0.0f;
+  return nonzero[0] + numpy_pairwise_sum(nonzero.data() + 1, static_cast<std::int64_t>(nonzero.size()) - 1);
 }
 
 }  // namespace
@@ -37,9 +71,10 @@ void check_de_input(const data::HostCsr& counts, const Labels& samples, const La
   for (std::size_t k = 0; k < counts.values.size(); ++k) {
     const float v = counts.values[k];
     const std::int64_t column = counts.indices[k];
-    require(column >= 0 && column < counts.cols, "", "counts",
-            "column index " + std::to_string(column) + " outside 0.." +
-                std::to_string(counts.cols - 1));
+    if (column < 0 || column >= counts.cols)
+      throw Error("", "counts",
+                  "column index " + std::to_string(column) + " outside 0.." +
+                      std::to_string(counts.cols - 1));
     if (!std::isfinite(v) || v < 0.0f) {
       std::int64_t row = 0;
       while (counts.indptr[static_cast<std::size_t>(row) + 1] <= static_cast<std::int64_t>(k)) ++row;
@@ -130,12 +165,14 @@ Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const 
   }
 
   out.values.assign(static_cast<std::size_t>(out.n_groups * n_genes), 0.0);
+  std::vector<float> nonzero;
   for (std::int64_t g = 0; g < out.n_groups; ++g) {
     const float* row = sums.data() + g * n_genes;
-    double total = 0.0;
-    for (std::int64_t j = 0; j < n_genes; ++j) total += static_cast<double>(row[j]);
-    if (total == 0.0) continue;  // no stored entries in pairOT's CSR: zeros
-    const float scale = 100000.0f / static_cast<float>(total);
+    nonzero.clear();
+    for (std::int64_t j = 0; j < n_genes; ++j)
+      if (row[j] != 0.0f) nonzero.push_back(row[j]);
+    if (nonzero.empty()) continue;  // no stored entries in pairOT's CSR: zeros
+    const float scale = 100000.0f / scipy_row_sum(nonzero);
     double* y = out.values.data() + g * n_genes;
     for (std::int64_t j = 0; j < n_genes; ++j) {
       if (row[j] == 0.0f) continue;

@@ -222,6 +222,20 @@ TEST(Pseudobulk, EqualsPairotRecipe) {
   EXPECT_GE(exact, ref.size() * 99 / 100);
 }
 
+TEST(Pseudobulk, RepeatsPairotsFloat32SumsForNonIntegerCounts) {
+  // Counts × 1000.37 (float32): group totals near 1e8, where the float32 order
+  // of numpy's pairwise sums decides the last bits.
+  CountsData d = counts_data();
+  for (float& v : d.counts.values) v = v * 1000.37f;
+  const Pseudobulk pb = pseudobulk(d.counts, d.samples, d.clusters);
+  const auto ref = fixture().read<double>("counts/pseudobulk/values_times_1000.37");
+  ASSERT_EQ(pb.values.size(), ref.size());
+  std::size_t exact = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) exact += pb.values[i] == ref[i];
+  std::cout << "[ pseudobulk ] counts x 1000.37: " << exact << " of " << ref.size() << " values bit-equal\n";
+  EXPECT_EQ(exact, ref.size());
+}
+
 TEST(Pseudobulk, SumsAndScalesAGroup) {
   // 2 samples × 2 clusters; (s1, c1) has one cell only.
   data::HostCsr x;
@@ -530,6 +544,57 @@ TEST(DeTables, BadInputIsOneLineError) {
   expect_error([&] { de_tables(bad.counts, bad.samples, bad.clusters); }, "1 cluster(s) with a pseudobulk group");
   expect_error([&] { auroc(data::transpose(bad.counts), std::vector<std::int32_t>(3, 0), 1, {}); },
                "labels for");
+}
+
+// ------------------------------------------------------------ pairOT itself
+
+TEST(DeTables, EqualPairotsOwnTablesOnItsTestData) {
+  // pairot.pp.rank_genes_limma on the query half of pairOT's test fixture
+  // (pbmc68k_reduced pseudo-counts, 5 clusters, 3 donors, 60 genes; made by
+  // fixtures/de_pairot_fixture.py): limma through rpy2, AUROC in Cython.
+  const auto f = io::h5::File::open_read(test::test_source_path("map/fixtures/de_pairot.h5"));
+  CountsData d;
+  const auto shape = f.read<std::int64_t>("counts/shape");
+  d.counts.rows = shape[0];
+  d.counts.cols = shape[1];
+  d.counts.indptr = f.read<std::int64_t>("counts/indptr");
+  d.counts.indices = f.read<std::int64_t>("counts/indices");
+  d.counts.values = f.read<float>("counts/values");
+  d.samples = {f.read<std::int32_t>("counts/sample"), f.read_strings("counts/sample_names")};
+  d.clusters = {f.read<std::int32_t>("counts/cluster"), f.read_strings("counts/cluster_names")};
+  const DeTables t = de_tables(d.counts, d.samples, d.clusters);  // n_samples_auroc 10000: no downsampling
+  const auto n = static_cast<std::int64_t>(d.clusters.names.size());
+  const std::int64_t genes = t.n_genes;
+  ASSERT_EQ(t.clusters.size(), static_cast<std::size_t>(n));
+  Close c_lfc{rel_tol, 1e-12}, c_p{rel_tol, 1e-300}, c_adj{rel_tol, 1e-300};
+  std::int64_t auroc_equal = 0, auroc_total = 0;
+  const auto compare = [&](const DeTable& table, const std::string& group, std::int64_t row,
+                           const std::string& what) {
+    const auto logfc = f.read<double>(group + "/logFC");
+    const auto p = f.read<double>(group + "/P.Value");
+    const auto adj = f.read<double>(group + "/adj.P.Val");
+    const auto au = f.read<float>(group + "/auroc");
+    for (std::int64_t g = 0; g < genes; ++g) {
+      const auto i = static_cast<std::size_t>(row * genes + g);
+      const auto j = static_cast<std::size_t>(g);
+      EXPECT_TRUE(c_lfc(table.logfc[j], logfc[i])) << what << " gene " << g << " logFC " << table.logfc[j] << " pairOT " << logfc[i];
+      EXPECT_TRUE(c_p(table.p_value[j], p[i])) << what << " gene " << g << " P.Value " << table.p_value[j] << " pairOT " << p[i];
+      EXPECT_TRUE(c_adj(table.adj_p_value[j], adj[i])) << what << " gene " << g << " adj.P.Val " << table.adj_p_value[j] << " pairOT " << adj[i];
+      // pairOT's float32 AUROC, bit for bit.
+      EXPECT_EQ(table.auroc[j], au[i]) << what << " gene " << g;
+      auroc_equal += table.auroc[j] == au[i];
+      ++auroc_total;
+    }
+  };
+  for (std::int32_t a = 0; a < n; ++a) {
+    compare(t.one_vs_all(a), "ova", a, "OVA " + d.clusters.names[static_cast<std::size_t>(a)]);
+    for (std::int32_t b = 0; b < n; ++b)
+      if (a != b)
+        compare(t.all_vs_all(a, b), "ava", a * n + b,
+                "AVA " + d.clusters.names[static_cast<std::size_t>(a)] + " vs " + d.clusters.names[static_cast<std::size_t>(b)]);
+  }
+  std::cout << "[ pairOT ] largest relative deviation logFC " << c_lfc.worst << ", P.Value " << c_p.worst
+            << ", adj.P.Val " << c_adj.worst << "; AUROC bit-equal " << auroc_equal << " of " << auroc_total << "\n";
 }
 
 // -------------------------------------------------------------------- MPI

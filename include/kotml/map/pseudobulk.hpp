@@ -8,16 +8,19 @@
 //   y[g] = log1p(S[g] · (1e5 / Σ_g' S[g'])).
 // pairOT does this in float32 (its counts are float32, and numpy keeps float32
 // through the sum, the division by a Python int and the product), and R reads
-// the float32 values into doubles. kotml repeats the float32 arithmetic:
-//   * S[g] is a float32 sum over the group's cells in cell order (scipy's order;
-//     exact for integer counts below 2^24 per gene and group);
-//   * the group total is summed exactly (double) and rounded to float32 once:
-//     equal to pairOT's float32 total whenever that is exact (integer counts,
-//     totals below 2^24); above, pairOT's pairwise float32 sum may differ from
-//     it by a few float32 ulps;
+// the float32 values into doubles. kotml repeats the float32 arithmetic step by
+// step, so that its values are pairOT's bit for bit (also for non-integer
+// "counts", where the order of float32 additions matters):
+//   * S[g]: a float32 sum over the group's cells in cell order (scipy's
+//     ones @ X of a CSR matrix);
+//   * the group total: scipy's CSR row sum of the nonzero S[g] in gene order,
+//     np.add.reduceat, i.e. the first value plus numpy's float32 pairwise sum
+//     of the others (8 interleaved accumulators, blocks of 128);
 //   * scale = float32(1e5f / total), y = log1pf(float32(S · scale)), stored as
-//     double. A group whose counts are all zero gives zeros (pairOT drops its
-//     zero entries before scaling, so it never divides 0 by 0).
+//     double (numpy's float32 log1p is the C library's log1pf on CPUs without
+//     AVX-512; with it, numpy's SIMD log1p may differ in the last bit).
+// A group whose counts are all zero gives zeros (pairOT drops its zero entries
+// before scaling, so it never divides 0 by 0).
 //
 // Order. pairOT renames clusters "c_0", "c_1", … by first appearance among the
 // cells, then loops over samples in order of first appearance and, inside,
