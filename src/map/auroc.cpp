@@ -3,7 +3,6 @@
 #include "kotml/map/auroc.hpp"
 
 #include <Kokkos_Core.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -23,8 +22,8 @@ std::vector<std::uint8_t> downsample_cells(const std::vector<std::int32_t>& clus
     if (c < 0) continue;
     if (c >= n_clusters)
       throw Error("", "cluster labels",
-                  "cell " + std::to_string(i) + " has code " + std::to_string(c) + " but there are " +
-                      std::to_string(n_clusters) + " clusters");
+                  "cell " + std::to_string(i) + " has code " + std::to_string(c) +
+                      " but there are " + std::to_string(n_clusters) + " clusters");
     members[static_cast<std::size_t>(c)].push_back(static_cast<std::int64_t>(i));
   }
   std::vector<std::uint8_t> keep(cluster_of_cell.size(), 0);
@@ -33,14 +32,17 @@ std::vector<std::uint8_t> downsample_cells(const std::vector<std::int32_t>& clus
     const auto m = static_cast<std::int64_t>(cells.size());
     std::int64_t kept = m;
     if (n_samples > 0 && m > n_samples) {
-      random::Stream stream(seed, random::Purpose::map_auroc_downsample, static_cast<std::uint64_t>(c));
+      random::Stream stream(seed, random::Purpose::map_auroc_downsample,
+                            static_cast<std::uint64_t>(c));
       for (std::int64_t k = 0; k < n_samples; ++k) {
-        const auto j = k + static_cast<std::int64_t>(stream.below(static_cast<std::uint64_t>(m - k)));
+        const auto j =
+            k + static_cast<std::int64_t>(stream.below(static_cast<std::uint64_t>(m - k)));
         std::swap(cells[static_cast<std::size_t>(k)], cells[static_cast<std::size_t>(j)]);
       }
       kept = n_samples;
     }
-    for (std::int64_t k = 0; k < kept; ++k) keep[static_cast<std::size_t>(cells[static_cast<std::size_t>(k)])] = 1;
+    for (std::int64_t k = 0; k < kept; ++k)
+      keep[static_cast<std::size_t>(cells[static_cast<std::size_t>(k)])] = 1;
   }
   return keep;
 }
@@ -55,9 +57,9 @@ struct Entry {
 /// Scratch of one chunk of genes.
 struct Scratch {
   std::vector<Entry> entries;
-  std::vector<float> by_cluster;           // entries' values grouped by cluster, ascending
-  std::vector<std::int64_t> offset;        // n_clusters + 1
-  std::vector<std::int64_t> nonzero;       // per cluster
+  std::vector<float> by_cluster;             // entries' values grouped by cluster, ascending
+  std::vector<std::int64_t> offset;          // n_clusters + 1
+  std::vector<std::int64_t> nonzero;         // per cluster
   std::vector<std::int64_t> twice_rank_sum;  // per cluster (OVA)
 };
 
@@ -82,13 +84,14 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
     const std::int32_t c = cluster_of_cell[i];
     if (c < -1 || c >= n_clusters)
       throw Error("", "cluster labels",
-                  "cell " + std::to_string(i) + " has code " + std::to_string(c) + " but there are " +
-                      std::to_string(n_clusters) + " clusters");
+                  "cell " + std::to_string(i) + " has code " + std::to_string(c) +
+                      " but there are " + std::to_string(n_clusters) + " clusters");
     if (c >= 0) ++cluster_size[static_cast<std::size_t>(c)];
   }
   for (const auto& [a, b] : pairs)
-    require(a >= 0 && a < n_clusters && b >= 0 && b < n_clusters && a != b, "", "cluster pairs",
-            "pair (" + std::to_string(a) + ", " + std::to_string(b) + ") is not two distinct clusters");
+    require(
+        a >= 0 && a < n_clusters && b >= 0 && b < n_clusters && a != b, "", "cluster pairs",
+        "pair (" + std::to_string(a) + ", " + std::to_string(b) + ") is not two distinct clusters");
   for (std::int64_t g = 0; g < by_gene.rows; ++g)
     for (std::int64_t k = by_gene.indptr[static_cast<std::size_t>(g)];
          k < by_gene.indptr[static_cast<std::size_t>(g) + 1]; ++k) {
@@ -151,7 +154,8 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
               ++j;
             const std::int64_t twice_rank = 2 * n_zero + i + 1 + j;
             for (std::int64_t e = i; e < j; ++e) {
-              const auto c = static_cast<std::size_t>(s.entries[static_cast<std::size_t>(e)].cluster);
+              const auto c =
+                  static_cast<std::size_t>(s.entries[static_cast<std::size_t>(e)].cluster);
               s.twice_rank_sum[c] += twice_rank;
               ++s.nonzero[c];
             }
@@ -160,7 +164,8 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
           for (std::size_t c = 0; c < nc; ++c) {
             const std::int64_t n1 = cluster_size[c];
             const std::int64_t twice_r1 = s.twice_rank_sum[c] + (n1 - s.nonzero[c]) * (n_zero + 1);
-            ova[g * n_clusters + static_cast<std::int64_t>(c)] = auc_from_rank_sum(twice_r1, n1, n_total - n1);
+            ova[g * n_clusters + static_cast<std::int64_t>(c)] =
+                auc_from_rank_sum(twice_r1, n1, n_total - n1);
           }
           if (n_pairs == 0) continue;
           // Values grouped by cluster, each group ascending (a stable pass over
@@ -172,7 +177,8 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
             std::vector<std::int64_t>& fill = s.twice_rank_sum;  // reused as write cursors
             for (std::size_t c = 0; c < nc; ++c) fill[c] = s.offset[c];
             for (const Entry& e : s.entries)
-              s.by_cluster[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.cluster)]++)] = e.value;
+              s.by_cluster[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.cluster)]++)] =
+                  e.value;
           }
           // AVA: merge the two clusters' sorted values; ties across both share
           // their average rank.

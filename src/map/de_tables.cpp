@@ -4,7 +4,6 @@
 #include "kotml/map/de_tables.hpp"
 
 #include <Kokkos_Core.hpp>
-
 #include <numeric>
 #include <stdexcept>
 #include <utility>
@@ -128,7 +127,8 @@ DeTables assemble(const Local& local, const Labels& clusters, const std::vector<
     t.auroc.resize(n_genes);
     const std::int32_t source = c == second ? local.pairs[0].first : c;
     for (std::size_t g = 0; g < n_genes; ++g) {
-      const double a = ova_auroc[g * static_cast<std::size_t>(n_codes) + static_cast<std::size_t>(source)];
+      const double a =
+          ova_auroc[g * static_cast<std::size_t>(n_codes) + static_cast<std::size_t>(source)];
       t.auroc[g] = c == second ? second_of_two(a) : static_cast<float>(a);
     }
     out.ova_prior[static_cast<std::size_t>(c)] = {s.s2_prior, s.df_prior, s.df_total};

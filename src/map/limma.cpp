@@ -4,9 +4,8 @@
 
 #include "kotml/map/limma.hpp"
 
-#include <Kokkos_Core.hpp>
-
 #include <Eigen/Dense>
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <boost/math/special_functions/beta.hpp>
 #include <boost/math/special_functions/digamma.hpp>
@@ -27,11 +26,11 @@ namespace {
 namespace bm = boost::math;
 // Double arithmetic throughout (R's nmath is double); failures give NaN, never
 // an exception from inside a parallel loop.
-using Policy = bm::policies::policy<
-    bm::policies::promote_double<false>, bm::policies::domain_error<bm::policies::errno_on_error>,
-    bm::policies::pole_error<bm::policies::errno_on_error>,
-    bm::policies::overflow_error<bm::policies::errno_on_error>,
-    bm::policies::evaluation_error<bm::policies::errno_on_error>>;
+using Policy = bm::policies::policy<bm::policies::promote_double<false>,
+                                    bm::policies::domain_error<bm::policies::errno_on_error>,
+                                    bm::policies::pole_error<bm::policies::errno_on_error>,
+                                    bm::policies::overflow_error<bm::policies::errno_on_error>,
+                                    bm::policies::evaluation_error<bm::policies::errno_on_error>>;
 
 using ColMat = Eigen::MatrixXd;
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -95,8 +94,7 @@ LinearFit lm_fit(const std::vector<double>& y, std::int64_t n_obs, std::int64_t 
   // Effects Qᵀ Y; coefficients R⁻¹ (Qᵀ Y)[0:p]; sigma from the residual effects.
   const ColMat effects =
       qr.householderQ().transpose() * Eigen::Map<const RowMat>(y.data(), n_obs, n_genes);
-  const ColMat beta =
-      r.triangularView<Eigen::Upper>().solve(effects.topRows(n_coef));
+  const ColMat beta = r.triangularView<Eigen::Upper>().solve(effects.topRows(n_coef));
   fit.coefficients.resize(static_cast<std::size_t>(n_genes * n_coef));
   fit.sigma.resize(static_cast<std::size_t>(n_genes));
   for (std::int64_t g = 0; g < n_genes; ++g) {
@@ -116,8 +114,7 @@ LinearFit lm_fit(const std::vector<double>& y, std::int64_t n_obs, std::int64_t 
     }
   }
   // chol2inv: (RᵀR)⁻¹ = R⁻¹ R⁻ᵀ.
-  const ColMat r_inverse =
-      r.triangularView<Eigen::Upper>().solve(ColMat::Identity(n_coef, n_coef));
+  const ColMat r_inverse = r.triangularView<Eigen::Upper>().solve(ColMat::Identity(n_coef, n_coef));
   const ColMat cov = r_inverse * r_inverse.transpose();
   fit.cov_coefficients.resize(static_cast<std::size_t>(n_coef * n_coef));
   fit.stdev_unscaled.resize(static_cast<std::size_t>(n_coef));
@@ -166,7 +163,8 @@ LinearFit contrasts_fit(const LinearFit& fit, const std::vector<double>& contras
   bool orthogonal = true;
   for (std::int64_t a = 0; a < m; ++a)
     for (std::int64_t b = 0; b < m; ++b) {
-      const std::int64_t ka = used[static_cast<std::size_t>(a)], kb = used[static_cast<std::size_t>(b)];
+      const std::int64_t ka = used[static_cast<std::size_t>(a)],
+                         kb = used[static_cast<std::size_t>(b)];
       const double inv_a = std::sqrt(1.0 / cov(ka, ka)), inv_b = std::sqrt(1.0 / cov(kb, kb));
       cor(a, b) = a == b ? 1.0 : inv_a * cov(ka, kb) * inv_b;
       if (a > b && !(std::fabs(cor(a, b)) < 1e-14)) orthogonal = false;
@@ -187,8 +185,9 @@ LinearFit contrasts_fit(const LinearFit& fit, const std::vector<double>& contras
     ColMat scaled(m, q);
     for (std::int64_t a = 0; a < m; ++a)
       for (std::int64_t j = 0; j < q; ++j)
-        scaled(a, j) = fit.stdev_unscaled[static_cast<std::size_t>(used[static_cast<std::size_t>(a)])] *
-                       c(used[static_cast<std::size_t>(a)], j);
+        scaled(a, j) =
+            fit.stdev_unscaled[static_cast<std::size_t>(used[static_cast<std::size_t>(a)])] *
+            c(used[static_cast<std::size_t>(a)], j);
     const ColMat ruc = upper * scaled;
     for (std::int64_t j = 0; j < q; ++j)
       out.stdev_unscaled[static_cast<std::size_t>(j)] = std::sqrt(ruc.col(j).squaredNorm());
@@ -220,7 +219,8 @@ double trigamma_inverse(double x) {
   return y;
 }
 
-FDistFit fit_f_dist(const std::vector<double>& x_in, double df1, std::vector<std::string>* warnings) {
+FDistFit fit_f_dist(const std::vector<double>& x_in, double df1,
+                    std::vector<std::string>* warnings) {
   const std::size_t n = x_in.size();
   if (n == 0) return {nan_value, nan_value};
   if (n == 1) return {x_in[0], 0.0};
@@ -234,10 +234,13 @@ FDistFit fit_f_dist(const std::vector<double>& x_in, double df1, std::vector<std
   for (double& v : x) v = std::max(v, 0.0);
   double m = r_median(x);
   if (m == 0.0) {
-    if (warnings) warnings->push_back("More than half of residual variances are exactly zero: eBayes unreliable");
+    if (warnings)
+      warnings->push_back(
+          "More than half of residual variances are exactly zero: eBayes unreliable");
     m = 1.0;
   } else if (std::any_of(x.begin(), x.end(), [](double v) { return v == 0.0; })) {
-    if (warnings) warnings->push_back("Zero sample variances detected, have been offset away from zero");
+    if (warnings)
+      warnings->push_back("Zero sample variances detected, have been offset away from zero");
   }
   const double floor = 1e-05 * m;
   for (double& v : x) v = std::max(v, floor);
@@ -289,7 +292,8 @@ std::vector<double> p_adjust_bh(const std::vector<double>& p) {
   if (n <= 1) return p;
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
   std::vector<double> out(n);
   double running = inf_value;
   for (std::size_t k = 0; k < n; ++k) {
@@ -306,8 +310,9 @@ Moderated ebayes(const LinearFit& fit) {
   require(df > 0.0, "", "limma",
           "no residual degrees of freedom in the linear model fits (as many pseudobulk groups as "
           "coefficients); more (sample, cluster) groups are needed");
-  require(std::any_of(fit.sigma.begin(), fit.sigma.end(), [](double s) { return std::isfinite(s); }),
-          "", "limma", "no finite residual standard deviations");
+  require(
+      std::any_of(fit.sigma.begin(), fit.sigma.end(), [](double s) { return std::isfinite(s); }),
+      "", "limma", "no finite residual standard deviations");
   const std::int64_t n_genes = fit.n_genes, q = fit.n_coef;
   std::vector<double> var(static_cast<std::size_t>(n_genes));
   for (std::int64_t g = 0; g < n_genes; ++g) {
@@ -344,13 +349,12 @@ Moderated ebayes(const LinearFit& fit) {
   double* t = out.t.data();
   double* p = out.p_value.data();
   // One (gene, coefficient) per index; nothing shared.
-  Kokkos::parallel_for(
-      "kotml::map::ebayes_p_values", Kokkos::RangePolicy<HostExecSpace>(0, n_genes * q),
-      [=](std::int64_t i) {
-        const std::int64_t g = i / q, k = i % q;
-        t[i] = coefficients[i] / su[k] / std::sqrt(s2_post[g]);
-        p[i] = two_sided_t_p(t[i], df_total);
-      });
+  Kokkos::parallel_for("kotml::map::ebayes_p_values",
+                       Kokkos::RangePolicy<HostExecSpace>(0, n_genes * q), [=](std::int64_t i) {
+                         const std::int64_t g = i / q, k = i % q;
+                         t[i] = coefficients[i] / su[k] / std::sqrt(s2_post[g]);
+                         p[i] = two_sided_t_p(t[i], df_total);
+                       });
   Kokkos::fence();
   return out;
 }
@@ -417,10 +421,13 @@ AllVsAll limma_all_vs_all(const Pseudobulk& pb, std::vector<std::string>* warnin
   const auto k = static_cast<std::int64_t>(levels.size());
   const std::int64_t n = pb.n_groups;
   std::vector<std::int64_t> column(pb.cluster_rank.size(), -1);
-  for (std::int64_t j = 0; j < k; ++j) column[static_cast<std::size_t>(levels[static_cast<std::size_t>(j)])] = j;
+  for (std::int64_t j = 0; j < k; ++j)
+    column[static_cast<std::size_t>(levels[static_cast<std::size_t>(j)])] = j;
   std::vector<double> design(static_cast<std::size_t>(n * k), 0.0);
   for (std::int64_t i = 0; i < n; ++i)
-    design[static_cast<std::size_t>(i * k + column[static_cast<std::size_t>(pb.group_cluster[static_cast<std::size_t>(i)])])] = 1.0;
+    design[static_cast<std::size_t>(
+        i * k + column[static_cast<std::size_t>(pb.group_cluster[static_cast<std::size_t>(i)])])] =
+        1.0;
   const LinearFit fit1 = lm_fit(pb.values, n, pb.n_genes, design, k);
 
   AllVsAll out;
@@ -432,8 +439,10 @@ AllVsAll limma_all_vs_all(const Pseudobulk& pb, std::vector<std::string>* warnin
   const auto q = static_cast<std::int64_t>(out.first.size());
   std::vector<double> contrasts(static_cast<std::size_t>(k * q), 0.0);
   for (std::int64_t j = 0; j < q; ++j) {
-    contrasts[static_cast<std::size_t>(column[static_cast<std::size_t>(out.first[static_cast<std::size_t>(j)])] * q + j)] = 1.0;
-    contrasts[static_cast<std::size_t>(column[static_cast<std::size_t>(out.second[static_cast<std::size_t>(j)])] * q + j)] = -1.0;
+    contrasts[static_cast<std::size_t>(
+        column[static_cast<std::size_t>(out.first[static_cast<std::size_t>(j)])] * q + j)] = 1.0;
+    contrasts[static_cast<std::size_t>(
+        column[static_cast<std::size_t>(out.second[static_cast<std::size_t>(j)])] * q + j)] = -1.0;
   }
   const LinearFit fit2 = contrasts_fit(fit1, contrasts, q);
   const Moderated eb = ebayes(fit2);

@@ -13,9 +13,9 @@ namespace kotml::map {
 namespace {
 
 void check_labels(const Labels& labels, std::int64_t n_cells, const std::string& what) {
-  require(static_cast<std::int64_t>(labels.codes.size()) == n_cells, "", what,
-          std::to_string(labels.codes.size()) + " labels for " + std::to_string(n_cells) +
-              " cells");
+  require(
+      static_cast<std::int64_t>(labels.codes.size()) == n_cells, "", what,
+      std::to_string(labels.codes.size()) + " labels for " + std::to_string(n_cells) + " cells");
   const auto n_names = static_cast<std::int64_t>(labels.names.size());
   for (std::size_t i = 0; i < labels.codes.size(); ++i) {
     const std::int32_t code = labels.codes[i];
@@ -57,7 +57,8 @@ float numpy_pairwise_sum(const float* a, std::int64_t n) {
 /// pairwise sum of the others.
 float scipy_row_sum(const std::vector<float>& nonzero) {
   if (nonzero.empty()) return 0.0f;
-  return nonzero[0] + numpy_pairwise_sum(nonzero.data() + 1, static_cast<std::int64_t>(nonzero.size()) - 1);
+  return nonzero[0] +
+         numpy_pairwise_sum(nonzero.data() + 1, static_cast<std::int64_t>(nonzero.size()) - 1);
 }
 
 }  // namespace
@@ -77,7 +78,8 @@ void check_de_input(const data::HostCsr& counts, const Labels& samples, const La
                       std::to_string(counts.cols - 1));
     if (!std::isfinite(v) || v < 0.0f) {
       std::int64_t row = 0;
-      while (counts.indptr[static_cast<std::size_t>(row) + 1] <= static_cast<std::int64_t>(k)) ++row;
+      while (counts.indptr[static_cast<std::size_t>(row) + 1] <= static_cast<std::int64_t>(k))
+        ++row;
       throw Error("", "counts",
                   "cell " + std::to_string(row) + ", gene " + std::to_string(column) + " holds " +
                       (std::isnan(v) ? std::string("NaN") : std::to_string(v)) +
@@ -110,8 +112,10 @@ Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const 
       if (n >= 2) tested[static_cast<std::size_t>(c)] = 1;
     }
   for (std::int32_t c = 0; c < n_clusters; ++c) {
-    if (tested[static_cast<std::size_t>(c)]) out.tested_clusters.push_back(c);
-    else if (has_cells[static_cast<std::size_t>(c)]) out.skipped_clusters.push_back(c);
+    if (tested[static_cast<std::size_t>(c)])
+      out.tested_clusters.push_back(c);
+    else if (has_cells[static_cast<std::size_t>(c)])
+      out.skipped_clusters.push_back(c);
   }
   if (out.tested_clusters.size() < 2) {
     std::string reason = std::to_string(out.tested_clusters.size()) +
@@ -130,7 +134,8 @@ Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const 
     if (!tested[static_cast<std::size_t>(c)]) continue;
     const std::int32_t s = samples.codes[static_cast<std::size_t>(i)];
     if (out.cluster_rank[static_cast<std::size_t>(c)] < 0) {
-      out.cluster_rank[static_cast<std::size_t>(c)] = static_cast<std::int32_t>(cluster_order.size());
+      out.cluster_rank[static_cast<std::size_t>(c)] =
+          static_cast<std::int32_t>(cluster_order.size());
       cluster_order.push_back(c);
     }
     if (!sample_seen[static_cast<std::size_t>(s)]) {
@@ -155,13 +160,15 @@ Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const 
   // float32 sums per group and gene, adding the cells in cell order.
   std::vector<float> sums(static_cast<std::size_t>(out.n_groups * n_genes), 0.0f);
   for (std::int64_t i = 0; i < n_cells; ++i) {
-    const std::int64_t g = group_of[static_cast<std::size_t>(
-        samples.codes[static_cast<std::size_t>(i)] * n_clusters + clusters.codes[static_cast<std::size_t>(i)])];
+    const std::int64_t g =
+        group_of[static_cast<std::size_t>(samples.codes[static_cast<std::size_t>(i)] * n_clusters +
+                                          clusters.codes[static_cast<std::size_t>(i)])];
     if (g < 0) continue;
     float* row = sums.data() + g * n_genes;
     for (std::int64_t k = counts.indptr[static_cast<std::size_t>(i)];
          k < counts.indptr[static_cast<std::size_t>(i) + 1]; ++k)
-      row[counts.indices[static_cast<std::size_t>(k)]] += counts.values[static_cast<std::size_t>(k)];
+      row[counts.indices[static_cast<std::size_t>(k)]] +=
+          counts.values[static_cast<std::size_t>(k)];
   }
 
   out.values.assign(static_cast<std::size_t>(out.n_groups * n_genes), 0.0);

@@ -68,11 +68,13 @@ Pseudobulk direct_pseudobulk(const std::string& name) {
   pb.group_cluster = f.read<std::int32_t>(name + "/cluster");
   pb.n_groups = static_cast<std::int64_t>(pb.group_cluster.size());
   pb.n_genes = static_cast<std::int64_t>(pb.values.size()) / pb.n_groups;
-  const std::int32_t n_codes = *std::max_element(pb.group_cluster.begin(), pb.group_cluster.end()) + 1;
+  const std::int32_t n_codes =
+      *std::max_element(pb.group_cluster.begin(), pb.group_cluster.end()) + 1;
   pb.cluster_rank.assign(static_cast<std::size_t>(n_codes), -1);
   std::int32_t next = 0;
   for (const std::int32_t c : pb.group_cluster)
-    if (pb.cluster_rank[static_cast<std::size_t>(c)] < 0) pb.cluster_rank[static_cast<std::size_t>(c)] = next++;
+    if (pb.cluster_rank[static_cast<std::size_t>(c)] < 0)
+      pb.cluster_rank[static_cast<std::size_t>(c)] = next++;
   for (std::int32_t c = 0; c < n_codes; ++c)
     if (pb.cluster_rank[static_cast<std::size_t>(c)] >= 0) pb.tested_clusters.push_back(c);
   return pb;
@@ -138,15 +140,19 @@ void expect_stats_match(const DeStats& s, const RFits& r, std::int64_t row, cons
   *worst_adj = std::max(*worst_adj, c_adj.worst);
 }
 
-void expect_prior_match(const DeStats& s, const RFits& r, std::int64_t row, const std::string& what) {
+void expect_prior_match(const DeStats& s, const RFits& r, std::int64_t row,
+                        const std::string& what) {
   Close c{1e-9, 0.0};
-  EXPECT_TRUE(c(s.s2_prior, r.prior_of(0, row))) << what << " s2.prior " << s.s2_prior << " R " << r.prior_of(0, row);
+  EXPECT_TRUE(c(s.s2_prior, r.prior_of(0, row)))
+      << what << " s2.prior " << s.s2_prior << " R " << r.prior_of(0, row);
   if (std::isinf(r.prior_of(1, row))) {
     EXPECT_TRUE(std::isinf(s.df_prior)) << what << " df.prior " << s.df_prior << " R Inf";
   } else {
-    EXPECT_TRUE(c(s.df_prior, r.prior_of(1, row))) << what << " df.prior " << s.df_prior << " R " << r.prior_of(1, row);
+    EXPECT_TRUE(c(s.df_prior, r.prior_of(1, row)))
+        << what << " df.prior " << s.df_prior << " R " << r.prior_of(1, row);
   }
-  EXPECT_TRUE(c(s.df_total, r.prior_of(2, row))) << what << " df.total " << s.df_total << " R " << r.prior_of(2, row);
+  EXPECT_TRUE(c(s.df_total, r.prior_of(2, row)))
+      << what << " df.total " << s.df_total << " R " << r.prior_of(2, row);
 }
 
 /// Checks limma_one_vs_all / limma_all_vs_all on pb against R's results in group.
@@ -173,12 +179,14 @@ void check_limma_against_r(const Pseudobulk& pb, const std::string& group) {
   r_ava.prior.resize(3 * static_cast<std::size_t>(r_ava.rows));  // one prior for all contrasts
   for (int field = 2; field >= 0; --field)
     for (std::int64_t k = 0; k < r_ava.rows; ++k)
-      r_ava.prior[static_cast<std::size_t>(field * r_ava.rows + k)] = r_ava.prior[static_cast<std::size_t>(field)];
+      r_ava.prior[static_cast<std::size_t>(field * r_ava.rows + k)] =
+          r_ava.prior[static_cast<std::size_t>(field)];
   for (std::size_t k = 0; k < ava.stats.size(); ++k) {
-    const std::string what = group + " AVA " + std::to_string(pair_a[k]) + " - " + std::to_string(pair_b[k]);
+    const std::string what =
+        group + " AVA " + std::to_string(pair_a[k]) + " - " + std::to_string(pair_b[k]);
     expect_prior_match(ava.stats[k], r_ava, static_cast<std::int64_t>(k), what);
-    expect_stats_match(ava.stats[k], r_ava, static_cast<std::int64_t>(k), what, &worst_lfc, &worst_p,
-                       &worst_adj);
+    expect_stats_match(ava.stats[k], r_ava, static_cast<std::int64_t>(k), what, &worst_lfc,
+                       &worst_p, &worst_adj);
   }
   std::cout << "[ limma vs R ] " << group << ": largest relative deviation logFC " << worst_lfc
             << ", P.Value " << worst_p << ", adj.P.Val " << worst_adj << "\n";
@@ -218,7 +226,8 @@ TEST(Pseudobulk, EqualsPairotRecipe) {
     EXPECT_LE(std::fabs(a - b), std::nextafter(std::max(a, b), 1e30f) - std::max(a, b)) << i;
     exact += a == b;
   }
-  std::cout << "[ pseudobulk ] " << exact << " of " << ref.size() << " values bit-equal to numpy's\n";
+  std::cout << "[ pseudobulk ] " << exact << " of " << ref.size()
+            << " values bit-equal to numpy's\n";
   EXPECT_GE(exact, ref.size() * 99 / 100);
 }
 
@@ -232,7 +241,8 @@ TEST(Pseudobulk, RepeatsPairotsFloat32SumsForNonIntegerCounts) {
   ASSERT_EQ(pb.values.size(), ref.size());
   std::size_t exact = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) exact += pb.values[i] == ref[i];
-  std::cout << "[ pseudobulk ] counts x 1000.37: " << exact << " of " << ref.size() << " values bit-equal\n";
+  std::cout << "[ pseudobulk ] counts x 1000.37: " << exact << " of " << ref.size()
+            << " values bit-equal\n";
   EXPECT_EQ(exact, ref.size());
 }
 
@@ -280,9 +290,11 @@ TEST(Limma, SpecialFunctionsEqualR) {
   Close close{1e-12, 1e-300};
   for (std::size_t i = 0; i < t.size(); ++i)
     EXPECT_TRUE(close(two_sided_t_p(t[i], df[i]), p[i]))
-        << "2 pt(-|" << t[i] << "|, " << df[i] << ") = " << two_sided_t_p(t[i], df[i]) << ", R " << p[i];
+        << "2 pt(-|" << t[i] << "|, " << df[i] << ") = " << two_sided_t_p(t[i], df[i]) << ", R "
+        << p[i];
   std::cout << "[ special ] largest relative deviation of p from R: " << close.worst << "\n";
-  EXPECT_NEAR(two_sided_t_p(1.959963984540054, std::numeric_limits<double>::infinity()), 0.05, 1e-15);
+  EXPECT_NEAR(two_sided_t_p(1.959963984540054, std::numeric_limits<double>::infinity()), 0.05,
+              1e-15);
 }
 
 TEST(Limma, BenjaminiHochbergAsPAdjust) {
@@ -376,7 +388,8 @@ TEST(Auroc, EqualsScikitLearn) {
   double worst = 0;
   for (std::int64_t g = 0; g < n; ++g) {
     for (std::int32_t c = 0; c < 4; ++c) {
-      const double mine = r.ova[static_cast<std::size_t>(g * 5 + c)], ref = ova[static_cast<std::size_t>(c * n + g)];
+      const double mine = r.ova[static_cast<std::size_t>(g * 5 + c)],
+                   ref = ova[static_cast<std::size_t>(c * n + g)];
       EXPECT_NEAR(mine, ref, 1e-12) << "OVA gene " << g << " cluster " << c;
       worst = std::max(worst, std::fabs(mine - ref));
     }
@@ -459,7 +472,8 @@ TEST(DeTables, CombineLimmaAndPairotsFloat32Auroc) {
       if (a >= b) continue;
       const DeTable& ab = t.all_vs_all(a, b);
       const DeTable& ba = t.all_vs_all(b, a);
-      const bool a_first = d.clusters.names[static_cast<std::size_t>(a)] < d.clusters.names[static_cast<std::size_t>(b)];
+      const bool a_first = d.clusters.names[static_cast<std::size_t>(a)] <
+                           d.clusters.names[static_cast<std::size_t>(b)];
       for (std::int64_t g = 0; g < n; ++g) {
         const auto i = static_cast<std::size_t>(g);
         EXPECT_EQ(ab.logfc[i], -ba.logfc[i]);
@@ -477,8 +491,10 @@ TEST(DeTables, CombineLimmaAndPairotsFloat32Auroc) {
   Close c{rel_tol, 1e-12};
   for (const std::int32_t k : t.clusters)
     for (std::int64_t g = 0; g < n; ++g) {
-      EXPECT_TRUE(c(t.one_vs_all(k).logfc[static_cast<std::size_t>(g)], r.stat(0, k, g))) << k << " " << g;
-      EXPECT_TRUE(c(t.one_vs_all(k).adj_p_value[static_cast<std::size_t>(g)], r.stat(3, k, g))) << k << " " << g;
+      EXPECT_TRUE(c(t.one_vs_all(k).logfc[static_cast<std::size_t>(g)], r.stat(0, k, g)))
+          << k << " " << g;
+      EXPECT_TRUE(c(t.one_vs_all(k).adj_p_value[static_cast<std::size_t>(g)], r.stat(3, k, g)))
+          << k << " " << g;
     }
   EXPECT_FALSE(t.warnings.empty());  // all-zero genes: limma's zero-variance warning
 }
@@ -493,7 +509,8 @@ TEST(DeTables, TwoClustersDeriveTheSecondAuroc) {
   for (std::int64_t i = 0; i < d.counts.rows; ++i) {
     const std::int32_t code = d.clusters.codes[static_cast<std::size_t>(i)];
     if (code != 0 && code != 3) continue;
-    for (std::int64_t k = d.counts.indptr[static_cast<std::size_t>(i)]; k < d.counts.indptr[static_cast<std::size_t>(i) + 1]; ++k) {
+    for (std::int64_t k = d.counts.indptr[static_cast<std::size_t>(i)];
+         k < d.counts.indptr[static_cast<std::size_t>(i) + 1]; ++k) {
       x.indices.push_back(d.counts.indices[static_cast<std::size_t>(k)]);
       x.values.push_back(d.counts.values[static_cast<std::size_t>(k)]);
     }
@@ -541,7 +558,8 @@ TEST(DeTables, BadInputIsOneLineError) {
   bad = d;
   for (std::size_t i = 0; i < bad.clusters.codes.size(); ++i)
     bad.clusters.codes[i] = bad.clusters.codes[i] == 4 ? 4 : 0;
-  expect_error([&] { de_tables(bad.counts, bad.samples, bad.clusters); }, "1 cluster(s) with a pseudobulk group");
+  expect_error([&] { de_tables(bad.counts, bad.samples, bad.clusters); },
+               "1 cluster(s) with a pseudobulk group");
   expect_error([&] { auroc(data::transpose(bad.counts), std::vector<std::int32_t>(3, 0), 1, {}); },
                "labels for");
 }
@@ -562,7 +580,8 @@ TEST(DeTables, EqualPairotsOwnTablesOnItsTestData) {
   d.counts.values = f.read<float>("counts/values");
   d.samples = {f.read<std::int32_t>("counts/sample"), f.read_strings("counts/sample_names")};
   d.clusters = {f.read<std::int32_t>("counts/cluster"), f.read_strings("counts/cluster_names")};
-  const DeTables t = de_tables(d.counts, d.samples, d.clusters);  // n_samples_auroc 10000: no downsampling
+  const DeTables t =
+      de_tables(d.counts, d.samples, d.clusters);  // n_samples_auroc 10000: no downsampling
   const auto n = static_cast<std::int64_t>(d.clusters.names.size());
   const std::int64_t genes = t.n_genes;
   ASSERT_EQ(t.clusters.size(), static_cast<std::size_t>(n));
@@ -577,9 +596,12 @@ TEST(DeTables, EqualPairotsOwnTablesOnItsTestData) {
     for (std::int64_t g = 0; g < genes; ++g) {
       const auto i = static_cast<std::size_t>(row * genes + g);
       const auto j = static_cast<std::size_t>(g);
-      EXPECT_TRUE(c_lfc(table.logfc[j], logfc[i])) << what << " gene " << g << " logFC " << table.logfc[j] << " pairOT " << logfc[i];
-      EXPECT_TRUE(c_p(table.p_value[j], p[i])) << what << " gene " << g << " P.Value " << table.p_value[j] << " pairOT " << p[i];
-      EXPECT_TRUE(c_adj(table.adj_p_value[j], adj[i])) << what << " gene " << g << " adj.P.Val " << table.adj_p_value[j] << " pairOT " << adj[i];
+      EXPECT_TRUE(c_lfc(table.logfc[j], logfc[i]))
+          << what << " gene " << g << " logFC " << table.logfc[j] << " pairOT " << logfc[i];
+      EXPECT_TRUE(c_p(table.p_value[j], p[i]))
+          << what << " gene " << g << " P.Value " << table.p_value[j] << " pairOT " << p[i];
+      EXPECT_TRUE(c_adj(table.adj_p_value[j], adj[i]))
+          << what << " gene " << g << " adj.P.Val " << table.adj_p_value[j] << " pairOT " << adj[i];
       // pairOT's float32 AUROC, bit for bit.
       EXPECT_EQ(table.auroc[j], au[i]) << what << " gene " << g;
       auroc_equal += table.auroc[j] == au[i];
@@ -591,10 +613,12 @@ TEST(DeTables, EqualPairotsOwnTablesOnItsTestData) {
     for (std::int32_t b = 0; b < n; ++b)
       if (a != b)
         compare(t.all_vs_all(a, b), "ava", a * n + b,
-                "AVA " + d.clusters.names[static_cast<std::size_t>(a)] + " vs " + d.clusters.names[static_cast<std::size_t>(b)]);
+                "AVA " + d.clusters.names[static_cast<std::size_t>(a)] + " vs " +
+                    d.clusters.names[static_cast<std::size_t>(b)]);
   }
-  std::cout << "[ pairOT ] largest relative deviation logFC " << c_lfc.worst << ", P.Value " << c_p.worst
-            << ", adj.P.Val " << c_adj.worst << "; AUROC bit-equal " << auroc_equal << " of " << auroc_total << "\n";
+  std::cout << "[ pairOT ] largest relative deviation logFC " << c_lfc.worst << ", P.Value "
+            << c_p.worst << ", adj.P.Val " << c_adj.worst << "; AUROC bit-equal " << auroc_equal
+            << " of " << auroc_total << "\n";
 }
 
 // -------------------------------------------------------------------- MPI
@@ -616,8 +640,10 @@ TEST(DeTablesMpi, GatheredTablesEqualOneRankBitForBit) {
     return same_bits(a.logfc, b.logfc) && same_bits(a.p_value, b.p_value) &&
            same_bits(a.adj_p_value, b.adj_p_value) && same_bits(a.auroc, b.auroc);
   };
-  for (std::size_t i = 0; i < one.ova.size(); ++i) EXPECT_TRUE(same_table(one.ova[i], all.ova[i])) << i;
-  for (std::size_t i = 0; i < one.ava.size(); ++i) EXPECT_TRUE(same_table(one.ava[i], all.ava[i])) << i;
+  for (std::size_t i = 0; i < one.ova.size(); ++i)
+    EXPECT_TRUE(same_table(one.ova[i], all.ova[i])) << i;
+  for (std::size_t i = 0; i < one.ava.size(); ++i)
+    EXPECT_TRUE(same_table(one.ava[i], all.ava[i])) << i;
   // Downsampling changed the AUROC of a large cluster (and nothing else).
   const DeTables whole = de_tables(d.counts, d.samples, d.clusters, {0, 0});
   EXPECT_FALSE(same_bits(whole.one_vs_all(3).auroc, one.one_vs_all(3).auroc));
@@ -625,5 +651,6 @@ TEST(DeTablesMpi, GatheredTablesEqualOneRankBitForBit) {
   // A failure on the ranks' input is agreed on.
   CountsData bad = d;
   bad.counts.values[0] = -2.0f;
-  EXPECT_THROW(de_tables(comm, bad.counts, bad.samples, bad.clusters, options), dist::CollectiveError);
+  EXPECT_THROW(de_tables(comm, bad.counts, bad.samples, bad.clusters, options),
+               dist::CollectiveError);
 }

@@ -42,8 +42,10 @@
 namespace kotml::map {
 
 struct DeOptions {
-  std::int64_t n_samples_auroc = 10000;  // cells per cluster for the AUROC; ≤ 0: all (pairOT's None)
-  std::uint64_t seed = 0;                // stream seed of the downsampling
+  /// Cells per cluster for the AUROC; ≤ 0: all (pairOT's None).
+  std::int64_t n_samples_auroc = 10000;
+  /// Seed of the downsampling streams.
+  std::uint64_t seed = 0;
 };
 
 /// One OVA or AVA table, indexed by gene.
@@ -65,14 +67,14 @@ struct DeSeconds {
 
 struct DeTables {
   std::int64_t n_genes = 0;
-  std::vector<std::string> cluster_names;       // by cluster code
-  std::vector<std::int32_t> clusters;           // codes with tables, ascending
-  std::vector<std::int32_t> skipped_clusters;   // codes with cells but no group, ascending
-  std::vector<DeTable> ova;                     // by code; empty for clusters without tables
-  std::vector<DeTable> ava;                     // [a · n_codes + b]: a vs b
-  std::vector<DePrior> ova_prior;               // by code
+  std::vector<std::string> cluster_names;      // by cluster code
+  std::vector<std::int32_t> clusters;          // codes with tables, ascending
+  std::vector<std::int32_t> skipped_clusters;  // codes with cells but no group, ascending
+  std::vector<DeTable> ova;                    // by code; empty for clusters without tables
+  std::vector<DeTable> ava;                    // [a · n_codes + b]: a vs b
+  std::vector<DePrior> ova_prior;              // by code
   DePrior ava_prior;
-  std::vector<std::string> warnings;            // limma's (zero variances)
+  std::vector<std::string> warnings;           // limma's (zero variances)
   DeSeconds seconds;
 
   const DeTable& one_vs_all(std::int32_t cluster) const;

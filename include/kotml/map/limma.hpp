@@ -65,9 +65,9 @@ LinearFit contrasts_fit(const LinearFit& fit, const std::vector<double>& contras
 /// What eBayes adds to a fit.
 struct Moderated {
   double s2_prior = 0, df_prior = 0, df_total = 0;
-  std::vector<double> s2_post;   // n_genes
-  std::vector<double> t;         // n_genes × n_coef, row-major
-  std::vector<double> p_value;   // n_genes × n_coef, row-major
+  std::vector<double> s2_post;        // n_genes
+  std::vector<double> t;              // n_genes × n_coef, row-major
+  std::vector<double> p_value;        // n_genes × n_coef, row-major
   std::vector<std::string> warnings;  // limma's warnings (zero variances)
 };
 
