@@ -1,7 +1,9 @@
-// kotml ot: one optimal-transport problem between two point sets in an HDF5 file
-// (/x: n×d, /y: m×d, optional weights /a: n, /b: m), solved exactly (network
-// simplex) or entropically (log-domain Sinkhorn); one JSON object on stdout, the
-// plan optionally written to an HDF5 file.
+// kotml ot: one optimal-transport problem between two point sets, from /x, /y
+// (and optional weights /a, /b) of an HDF5 file or from two .h5ad files, solved
+// exactly (network simplex, on rank 0) or entropically (the tiled Sinkhorn of
+// ot/tiled_sinkhorn.hpp, OTT-JAX semantics, with the rows of x spread over the
+// ranks and each rank reading only its rows). One JSON line on stdout; the
+// potentials (-o) and, for small problems, the plan (--plan) go to HDF5 files.
 
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
@@ -16,72 +18,327 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/types.hpp"
+#include "kotml/core/version.hpp"
+#include "kotml/dist/exact_sum.hpp"
+#include "kotml/io/anndata.hpp"
 #include "kotml/io/hdf5.hpp"
 #include "kotml/ot/cost.hpp"
 #include "kotml/ot/network_simplex.hpp"
-#include "kotml/ot/sinkhorn.hpp"
+#include "kotml/ot/tiled_sinkhorn.hpp"
 #include "options.hpp"
 #include "subcommand.hpp"
 
 namespace kotml::cli {
 namespace {
 
-struct Input {
-  std::int64_t n = 0, m = 0, dim = 0;
-  std::vector<double> x, y, a, b;
+/// The largest plan --plan writes (n·m entries): 1 GiB of doubles.
+constexpr std::int64_t largest_written_plan = std::int64_t(1) << 27;
+
+// ------------------------------------------------------------------ input
+
+/// One side of the problem as this rank holds it: rows [begin, begin + count)
+/// of `total`, row-major, with their weights (empty: uniform).
+struct Side {
+  std::string file, element;  // for messages
+  std::int64_t total = 0, dim = 0, begin = 0, count = 0;
+  std::vector<double> points, weights;
 };
 
-std::vector<double> read_points(const io::h5::File& file, const std::string& name, std::int64_t& rows,
-                                std::int64_t& cols) {
+void check_finite(const Side& s) {
+  for (std::size_t k = 0; k < s.points.size(); ++k)
+    if (!std::isfinite(s.points[k]))
+      throw Error(s.file, s.element,
+                  "point " + std::to_string(s.begin + static_cast<std::int64_t>(k) / s.dim) +
+                      " has a non-finite coordinate (NaN or Inf)");
+}
+
+std::vector<std::int64_t> shape_2d(const io::h5::File& file, const std::string& name) {
   if (!file.is_dataset(name))
     throw Error(file.path(), name, "missing: kotml ot needs the datasets /x (n×d) and /y (m×d)");
   const auto shape = file.shape(name);
   if (shape.size() != 2)
     throw Error(file.path(), name, "must be a 2-D dataset (points × dimensions), has " +
                                        std::to_string(shape.size()) + " dimensions");
-  rows = shape[0];
-  cols = shape[1];
-  if (rows == 0) throw Error(file.path(), name, "the point set is empty");
-  if (cols == 0) throw Error(file.path(), name, "the points have no coordinates");
-  auto values = file.read<double>(name);
-  for (std::size_t k = 0; k < values.size(); ++k)
-    if (!std::isfinite(values[k]))
-      throw Error(file.path(), name,
-                  "point " + std::to_string(k / static_cast<std::size_t>(cols)) +
-                      " has a non-finite coordinate (NaN or Inf)");
-  return values;
+  if (shape[0] == 0) throw Error(file.path(), name, "the point set is empty");
+  if (shape[1] == 0) throw Error(file.path(), name, "the points have no coordinates");
+  return shape;
 }
 
-std::vector<double> read_weights(const io::h5::File& file, const std::string& name, std::int64_t count) {
-  if (!file.exists(name)) return std::vector<double>(static_cast<std::size_t>(count), 1.0);
-  const auto shape = file.shape(name);
-  if (shape.size() != 1 || shape[0] != count)
-    throw Error(file.path(), name,
-                "must be a 1-D dataset with one weight per point (" + std::to_string(count) + ")");
-  auto w = file.read<double>(name);
-  double sum = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    if (!std::isfinite(w[i]))
-      throw Error(file.path(), name, "weight " + std::to_string(i) + " is not finite (NaN or Inf)");
-    if (w[i] < 0) throw Error(file.path(), name, "weight " + std::to_string(i) + " is negative");
-    sum += w[i];
+/// Rows [begin, begin + count) of one side of an HDF5 input, and the matching
+/// weights; `weights_name` may be absent (uniform).
+Side read_hdf5_side(const io::h5::File& file, const std::string& points_name, const std::string& weights_name,
+                    bool all_rows, const dist::Comm& comm) {
+  Side s;
+  s.file = file.path();
+  s.element = points_name;
+  const auto shape = shape_2d(file, points_name);
+  s.total = shape[0];
+  s.dim = shape[1];
+  const ot::RowBlock block = all_rows ? ot::RowBlock{s.total, 0, s.total} : ot::RowBlock::of(s.total, comm.size(), comm.rank());
+  s.begin = block.begin;
+  s.count = block.count;
+  if (s.count > 0) s.points = file.read_row_range<double>(points_name, s.begin, s.begin + s.count);
+  check_finite(s);
+  if (file.exists(weights_name)) {
+    const auto wshape = file.shape(weights_name);
+    if (wshape.size() != 1 || wshape[0] != s.total)
+      throw Error(file.path(), weights_name,
+                  "must be a 1-D dataset with one weight per point (" + std::to_string(s.total) + ")");
+    if (s.count > 0) s.weights = file.read_range<double>(weights_name, s.begin, s.begin + s.count);
+    for (std::size_t i = 0; i < s.weights.size(); ++i) {
+      const auto global = std::to_string(s.begin + static_cast<std::int64_t>(i));
+      if (!std::isfinite(s.weights[i]))
+        throw Error(file.path(), weights_name, "weight " + global + " is not finite (NaN or Inf)");
+      if (s.weights[i] < 0) throw Error(file.path(), weights_name, "weight " + global + " is negative");
+    }
   }
-  if (!(sum > 0)) throw Error(file.path(), name, "the weights sum to zero");
-  return w;
+  return s;
 }
 
-Input read_input(const std::string& path) {
-  io::h5::verify_readable(path);
-  const auto file = io::h5::File::open_read(path);
-  Input in;
-  std::int64_t dim_y = 0;
-  in.x = read_points(file, "/x", in.n, in.dim);
-  in.y = read_points(file, "/y", in.m, dim_y);
-  if (dim_y != in.dim)
-    throw Error(path, "/y", "has " + std::to_string(dim_y) + " dimensions but /x has " + std::to_string(in.dim));
-  in.a = read_weights(file, "/a", in.n);
-  in.b = read_weights(file, "/b", in.m);
-  return in;
+/// Rows of an .h5ad's representation (obsm key, layer or X); uniform weights.
+Side read_h5ad_side(const std::string& path, const std::string& element, bool all_rows, const dist::Comm& comm) {
+  io::AnnDataReader reader(path);
+  Side s;
+  s.file = path;
+  s.element = element;
+  const auto info = reader.matrix_info(element);
+  s.total = info.rows;
+  s.dim = info.cols;
+  if (s.total == 0) throw Error(path, element, "the point set is empty (no cells)");
+  if (s.dim == 0) throw Error(path, element, "the points have no coordinates");
+  const ot::RowBlock block = all_rows ? ot::RowBlock{s.total, 0, s.total} : ot::RowBlock::of(s.total, comm.size(), comm.rank());
+  s.begin = block.begin;
+  s.count = block.count;
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(s.count));
+  for (std::int64_t i = 0; i < s.count; ++i) rows[static_cast<std::size_t>(i)] = s.begin + i;
+  if (s.count > 0) s.points = reader.read_rows<double>(element, rows);
+  check_finite(s);
+  return s;
+}
+
+struct Problem {
+  Side x, y;
+  std::vector<std::string> inputs;
+};
+
+Problem read_problem(const po::variables_map& vm, bool distributed, const dist::Comm& comm) {
+  Problem p;
+  const bool from_h5ad = has(vm, "source") || has(vm, "target");
+  if (from_h5ad) {
+    if (has(vm, "input")) throw Error::option("input", "give either --input or --source and --target, not both");
+    if (!has(vm, "source") || !has(vm, "target"))
+      throw Error::option(has(vm, "source") ? "target" : "source", "is needed with the other .h5ad side");
+    if (has(vm, "use-rep") && has(vm, "layer")) throw Error::option("use-rep", "give --use-rep or --layer, not both");
+    const std::string element = has(vm, "use-rep")  ? "obsm/" + option<std::string>(vm, "use-rep")
+                                : has(vm, "layer") ? "layers/" + option<std::string>(vm, "layer")
+                                                   : "X";
+    p.inputs = {option<std::string>(vm, "source"), option<std::string>(vm, "target")};
+    p.x = read_h5ad_side(p.inputs[0], element, !distributed, comm);
+    p.y = read_h5ad_side(p.inputs[1], element, true, comm);
+  } else {
+    if (!has(vm, "input")) throw Error::option("input", "is needed (or --source and --target .h5ad files)");
+    if (has(vm, "use-rep") || has(vm, "layer"))
+      throw Error::option(has(vm, "use-rep") ? "use-rep" : "layer", "applies to --source/--target .h5ad inputs");
+    const std::string path = option<std::string>(vm, "input");
+    p.inputs = {path};
+    io::h5::verify_readable(path);
+    const auto file = io::h5::File::open_read(path);
+    p.x = read_hdf5_side(file, "/x", "/a", !distributed, comm);
+    p.y = read_hdf5_side(file, "/y", "/b", true, comm);
+  }
+  if (p.y.dim != p.x.dim)
+    throw Error(p.y.file, p.y.element, "has " + std::to_string(p.y.dim) + " dimensions but " + p.x.element +
+                                           " has " + std::to_string(p.x.dim));
+  return p;
+}
+
+/// Fills missing weights with 1; with `normalise`, scales each side to unit mass
+/// (the source's total summed exactly over ranks). Error if a side sums to zero.
+void settle_weights(Problem& p, bool normalise, const dist::Comm& comm) {
+  for (Side* s : {&p.x, &p.y})
+    if (s->weights.empty()) s->weights.assign(static_cast<std::size_t>(s->count), 1.0);
+  dist::ExactSum mass(1);
+  for (double w : p.x.weights) mass.add(0, w);
+  const double source = mass.allreduce(comm)[0];
+  double target = 0;
+  for (double w : p.y.weights) target += w;
+  if (!(source > 0)) throw Error(p.x.file, p.x.element == "/x" ? "/a" : p.x.element, "the weights sum to zero");
+  if (!(target > 0)) throw Error(p.y.file, p.y.element == "/y" ? "/b" : p.y.element, "the weights sum to zero");
+  if (!normalise) return;
+  for (double& w : p.x.weights) w /= source;
+  for (double& w : p.y.weights) w /= target;
+}
+
+// ------------------------------------------------------------- Sinkhorn
+
+template <class T>
+struct DeviceSide {
+  Matrix<T> points;
+  Vector<double> weights;
+
+  explicit DeviceSide(const Side& s)
+      : points(no_init("kotml::ot_cli::points"), s.count, s.dim), weights(no_init("kotml::ot_cli::weights"), s.count) {
+    auto hp = Kokkos::create_mirror_view(points);
+    for (std::int64_t i = 0; i < s.count; ++i)
+      for (std::int64_t k = 0; k < s.dim; ++k) hp(i, k) = static_cast<T>(s.points[static_cast<std::size_t>(i * s.dim + k)]);
+    Kokkos::deep_copy(points, hp);
+    Kokkos::deep_copy(weights, HostVector<const double>(s.weights.data(), s.weights.size()));
+  }
+  ot::TiledPoints<T> view() const { return {points, weights, {}}; }
+};
+
+ot::TiledSinkhornOptions sinkhorn_options(const po::variables_map& vm) {
+  ot::TiledSinkhornOptions o;
+  o.epsilon = option<double>(vm, "epsilon");
+  o.relative_epsilon = vm["relative-epsilon"].as<bool>();
+  o.tau_a = option<double>(vm, "tau-a");
+  o.tau_b = option<double>(vm, "tau-b");
+  o.threshold = option<double>(vm, "threshold");
+  o.inner_iterations = static_cast<int>(in_range<std::int64_t>(vm, "inner-iterations", 1, 1000000));
+  if (has(vm, "max-iter")) o.max_iterations = static_cast<int>(in_range<std::int64_t>(vm, "max-iter", 1, 2147483647));
+  o.updates = ot::parse_updates(option<std::string>(vm, "updates"));
+  o.epsilon_init = option<double>(vm, "epsilon-init");
+  o.epsilon_decay = option<double>(vm, "epsilon-decay");
+  o.storage = ot::parse_storage(option<std::string>(vm, "cost-storage"));
+  if (vm["online"].as<bool>()) {
+    if (has(vm, "cost-storage") && o.storage != ot::CostStorage::online)
+      throw Error::option("online", "contradicts --cost-storage " + option<std::string>(vm, "cost-storage"));
+    o.storage = ot::CostStorage::online;
+  }
+  if (has(vm, "cost-memory")) {
+    const auto bytes = option<std::int64_t>(vm, "cost-memory");
+    if (bytes < 1) throw Error::option("cost-memory", "must be a positive number of bytes, got " + std::to_string(bytes));
+    o.cost_memory = static_cast<std::size_t>(bytes);
+  }
+  o.validate();
+  return o;
+}
+
+/// Writes the potentials, errors and settings (rank 0; f gathered in row order).
+void write_potentials(const std::string& path, const std::vector<double>& f, const std::vector<double>& g,
+                      const ot::TiledSinkhornReport& report, const nlohmann::ordered_json& summary) {
+  AtomicFile out(path);
+  {
+    auto file = io::h5::File::create(out.temporary_path());
+    file.write("/f", f);
+    file.write("/g", g);
+    file.write("/errors", report.errors);
+    file.write("/iterations", std::vector<std::int64_t>{report.iterations});
+    file.write_string_attribute("/", "configuration", summary.dump());
+    file.write_string_attribute("/", "kotml_version", std::string(kotml::version_string) + " (git " + kotml::git_hash + ")");
+    file.write_string_attribute("/", "convention", "T_ij = exp((f_i + g_j - c_ij) / epsilon) (OTT-JAX)");
+    file.write_numeric_attribute("/", "epsilon", std::vector<double>{report.epsilon}, true);
+    file.close();
+  }
+  out.commit();
+}
+
+template <class T>
+int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot::TiledSinkhornOptions& options,
+                   ot::Cost cost_kind, const std::string& out_path, const std::string& plan_path, bool pretty) {
+  Problem p;
+  comm.phase([&] { p = read_problem(vm, true, comm); });
+  comm.phase([&] { settle_weights(p, options.balanced(), comm); });
+  if (!plan_path.empty() && p.x.total * p.y.total > largest_written_plan)
+    throw Error::option("plan", "the plan would have " + std::to_string(p.x.total * p.y.total) +
+                                    " entries; --plan writes plans of up to " + std::to_string(largest_written_plan) +
+                                    " (use -o for the potentials, from which any part of the plan follows)");
+  const DeviceSide<T> dx(p.x), dy(p.y);
+  ot::PointCost cost;
+  cost.kind = cost_kind;
+  const ot::RowBlock rows{p.x.total, p.x.begin, p.x.count};
+  ot::TiledSinkhorn<T> solver(comm, rows, dx.view(), dy.view(), cost, options);
+  const auto report = solver.solve();
+  if (report.status == ot::SolveStatus::numerical_error)
+    throw Error("", "sinkhorn", "the iterations produced non-finite potentials (epsilon " +
+                                    std::to_string(report.epsilon) +
+                                    " is too small for the costs, or the marginals cannot be matched); nothing written");
+
+  // The plan's marginals, cost and mass from tiled passes.
+  const std::vector<std::int32_t> one_row_group(static_cast<std::size_t>(p.x.count), 0),
+      one_col_group(static_cast<std::size_t>(p.y.count), 0);
+  const auto blocks = solver.block_sums(one_row_group, 1, one_col_group, 1);
+  const auto column_mass = solver.transpose_apply(std::vector<double>(static_cast<std::size_t>(p.x.count), 1.0),
+                                                  one_row_group, 1);
+  const auto row_mass = solver.apply(std::vector<double>(static_cast<std::size_t>(p.y.count), 1.0), one_col_group, 1);
+  dist::ExactSum row_error(1);
+  for (std::size_t i = 0; i < row_mass.size(); ++i) row_error.add(0, std::fabs(row_mass[i] - p.x.weights[i]));
+  double col_error = 0;
+  for (std::size_t j = 0; j < column_mass.size(); ++j) col_error += std::fabs(column_mass[j] - p.y.weights[j]);
+  const double marginal_error = row_error.allreduce(comm)[0] + col_error;
+
+  nlohmann::ordered_json out;
+  out["solver"] = "sinkhorn";
+  out["cost_function"] = ot::cost_name(cost_kind);
+  out["n"] = p.x.total;
+  out["m"] = p.y.total;
+  out["dim"] = p.x.dim;
+  out["ranks"] = comm.size();
+  out["precision"] = std::is_same<T, float>::value ? "float" : "double";
+  out["epsilon"] = report.epsilon;
+  out["relative_epsilon"] = options.relative_epsilon;
+  out["tau_a"] = options.tau_a;
+  out["tau_b"] = options.tau_b;
+  out["threshold"] = options.threshold;
+  out["inner_iterations"] = options.inner_iterations;
+  out["updates"] = ot::updates_name(options.updates);
+  out["iterations"] = report.iterations;
+  out["converged"] = report.converged;
+  out["status"] = ot::status_name(report.status);
+  out["error"] = report.errors.empty() ? 0.0 : report.errors.back();
+  out["cost"] = blocks.cost[0];
+  out["mass"] = blocks.mass[0];
+  out["marginal_error"] = marginal_error;
+  out["cost_storage"] = report.stored ? "stored" : "online";
+  out["stored_bytes"] = report.stored_bytes;
+  out["cost_memory"] = report.cost_memory;
+  out["tile_sweeps"] = report.tile_sweeps;
+  out["seconds"] = report.seconds;
+
+  // Everything a file needs, gathered before any rank writes.
+  const auto f_all = comm.allgatherv(solver.f());
+  const auto g = solver.g();
+  std::vector<double> plan;
+  if (!plan_path.empty()) {
+    std::vector<std::int32_t> each_column(static_cast<std::size_t>(p.y.count));
+    for (std::size_t j = 0; j < each_column.size(); ++j) each_column[j] = static_cast<std::int32_t>(j);
+    plan = comm.allgatherv(solver.apply(std::vector<double>(static_cast<std::size_t>(p.y.count), 1.0), each_column,
+                                        static_cast<std::int32_t>(p.y.count)));
+  }
+  if (!out_path.empty()) out["out"] = out_path;
+  if (!plan_path.empty()) out["plan"] = plan_path;
+  comm.phase([&] {
+    if (!comm.is_root()) return;
+    if (!out_path.empty()) write_potentials(out_path, f_all, g, report, out);
+    if (!plan_path.empty()) {
+      AtomicFile file(plan_path);
+      {
+        auto h5 = io::h5::File::create(file.temporary_path());
+        h5.write("/plan", plan, {p.x.total, p.y.total});
+        h5.write("/f", f_all);
+        h5.write("/g", g);
+        h5.write_numeric_attribute("/", "epsilon", std::vector<double>{report.epsilon}, true);
+        h5.close();
+      }
+      file.commit();
+    }
+  });
+  if (report.status != ot::SolveStatus::optimal)
+    log::warn("ot: Sinkhorn stopped after " + std::to_string(report.iterations) + " iterations at error " +
+              std::to_string(report.errors.empty() ? 0.0 : report.errors.back()) + " above --threshold " +
+              std::to_string(options.threshold) + " (raise --max-iter or --threshold); results are the last iterate");
+  if (comm.is_root()) log::out() << (pretty ? out.dump(2) : out.dump()) << std::endl;
+  return exit_ok;
+}
+
+// ------------------------------------------------------------------ EMD
+
+double normalised_l1(const std::vector<double>& marginal, const std::vector<double>& w) {
+  double sum = 0;
+  for (double v : w) sum += v;
+  double err = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) err += std::fabs(marginal[i] - w[i] / sum);
+  return err;
 }
 
 Matrix<double> device_points(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
@@ -94,139 +351,95 @@ Matrix<double> device_points(const std::vector<double>& values, std::int64_t row
   return m;
 }
 
-double normalised_l1(const std::vector<double>& marginal, const std::vector<double>& w) {
-  double sum = 0;
-  for (double v : w) sum += v;
-  double err = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) err += std::fabs(marginal[i] - w[i] / sum);
-  return err;
-}
-
-void write_plan(const std::string& path, const std::function<void(io::h5::File&)>& fill) {
-  AtomicFile out(path);
-  {
-    auto file = io::h5::File::create(out.temporary_path());
-    fill(file);
-    file.close();
-  }
-  out.commit();
-}
-
-int run_ot(const po::variables_map& vm, const dist::Comm& comm) {
-  const std::string input = option<std::string>(vm, "input");
-  const std::string solver = one_of(vm, "solver", {"emd", "sinkhorn"});
-  const ot::Cost cost = ot::parse_cost(option<std::string>(vm, "cost"));
-  const bool sinkhorn = solver == "sinkhorn";
-  for (const char* name : {"epsilon", "relative-epsilon", "tau-a", "tau-b", "tol"})
-    if (!sinkhorn && has(vm, name))
-      throw Error::option(name, "applies to --solver sinkhorn only");
-  ot::SinkhornOptions so;
+/// One exact problem: rank 0 reads, solves and writes; the phase makes its
+/// failure every rank's.
+int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost, const std::string& plan_path,
+              bool pretty) {
   ot::EmdOptions eo;
-  if (sinkhorn) {
-    so.epsilon = option<double>(vm, "epsilon");
-    so.relative_epsilon = vm["relative-epsilon"].as<bool>();
-    so.tau_a = option<double>(vm, "tau-a");
-    so.tau_b = option<double>(vm, "tau-b");
-    so.tol = option<double>(vm, "tol");
-    if (has(vm, "max-iter")) {
-      const auto it = option<std::int64_t>(vm, "max-iter");
-      if (it < 1 || it > 2147483647) throw Error::option("max-iter", "must be in [1, 2147483647]");
-      so.max_iter = static_cast<int>(it);
-    }
-    so.keep_plan = has(vm, "plan");
-    so.validate();
-  } else if (has(vm, "max-iter")) {
+  if (has(vm, "max-iter")) {
     eo.max_iter = option<std::int64_t>(vm, "max-iter");
     eo.validate();
   }
-  const std::string plan_path = has(vm, "plan") ? option<std::string>(vm, "plan") : "";
-
-  // One problem: rank 0 reads, solves and writes; the phase makes its failure
-  // every rank's.
+  nlohmann::ordered_json out;
+  std::string status;
   comm.phase([&] {
     if (!comm.is_root()) return;
-    const Input in = read_input(input);
+    Problem p = read_problem(vm, false, comm);
+    settle_weights(p, false, dist::Comm(MPI_COMM_SELF));
     Kokkos::Timer timer;
-    const auto X = device_points(in.x, in.n, in.dim, "kotml::ot_cli::x");
-    const auto Y = device_points(in.y, in.m, in.dim, "kotml::ot_cli::y");
-    Matrix<double> C(no_init("kotml::ot_cli::cost"), in.n, in.m);
+    const auto X = device_points(p.x.points, p.x.total, p.x.dim, "kotml::ot_cli::x");
+    const auto Y = device_points(p.y.points, p.y.total, p.y.dim, "kotml::ot_cli::y");
+    Matrix<double> C(no_init("kotml::ot_cli::cost"), p.x.total, p.y.total);
     ot::cost_matrix<double>(cost, X, Y, C);
-
-    nlohmann::ordered_json out;
-    out["solver"] = solver;
-    out["cost_function"] = ot::cost_name(cost);
-    out["n"] = in.n;
-    out["m"] = in.m;
-    out["dim"] = in.dim;
-    std::string status;
-    if (sinkhorn) {
-      Vector<double> f("kotml::ot_cli::f", in.n), g("kotml::ot_cli::g", in.m);
-      Matrix<double> P;
-      if (so.keep_plan) P = Matrix<double>(no_init("kotml::ot_cli::plan"), in.n, in.m);
-      Vector<double> a(no_init("kotml::ot_cli::a"), in.n), b(no_init("kotml::ot_cli::b"), in.m);
-      Kokkos::deep_copy(a, HostVector<const double>(in.a.data(), in.a.size()));
-      Kokkos::deep_copy(b, HostVector<const double>(in.b.data(), in.b.size()));
-      ot::DenseSinkhorn<double> solve;
-      const auto s = solve.solve(C, a, b, so, f, g, P);
-      const double seconds = timer.seconds();
-      status = ot::status_name(s.status);
-      out["cost"] = s.cost;
-      out["objective"] = s.objective;
-      out["iterations"] = s.iterations;
-      out["marginal_error"] = s.marginal_error;
-      out["status"] = status;
-      out["seconds"] = seconds;
-      out["epsilon"] = s.epsilon;
-      out["tau_a"] = so.tau_a;
-      out["tau_b"] = so.tau_b;
-      if (so.keep_plan) {
-        auto ph = Kokkos::create_mirror_view_and_copy(HostSpace(), P);
-        auto fh = Kokkos::create_mirror_view_and_copy(HostSpace(), f);
-        auto gh = Kokkos::create_mirror_view_and_copy(HostSpace(), g);
-        write_plan(plan_path, [&](io::h5::File& file) {
-          file.write("/plan", std::vector<double>(ph.data(), ph.data() + ph.size()), {in.n, in.m});
-          file.write("/f", std::vector<double>(fh.data(), fh.data() + fh.size()));
-          file.write("/g", std::vector<double>(gh.data(), gh.data() + gh.size()));
-          file.write_numeric_attribute("/", "epsilon", std::vector<double>{s.epsilon}, true);
-        });
-      }
-    } else {
-      const auto host_cost = Kokkos::create_mirror_view_and_copy(HostSpace(), C);
-      const auto s = ot::emd_dense(host_cost, in.a, in.b, eo);
-      const double seconds = timer.seconds();
-      std::vector<double> rows(static_cast<std::size_t>(in.n)), cols(static_cast<std::size_t>(in.m));
-      for (std::size_t e = 0; e < s.plan_value.size(); ++e) {
-        rows[static_cast<std::size_t>(s.plan_row[e])] += s.plan_value[e];
-        cols[static_cast<std::size_t>(s.plan_col[e])] += s.plan_value[e];
-      }
-      status = ot::status_name(s.summary.status);
-      out["cost"] = s.summary.cost;
-      out["objective"] = s.summary.cost;
-      out["iterations"] = s.summary.iterations;
-      out["marginal_error"] = normalised_l1(rows, in.a) + normalised_l1(cols, in.b);
-      out["status"] = status;
-      out["seconds"] = seconds;
-      out["plan_size"] = s.summary.plan_size;
-      if (!plan_path.empty()) {
-        write_plan(plan_path, [&](io::h5::File& file) {
-          file.write("/plan_row", std::vector<std::int64_t>(s.plan_row.begin(), s.plan_row.end()));
-          file.write("/plan_col", std::vector<std::int64_t>(s.plan_col.begin(), s.plan_col.end()));
-          file.write("/plan_value", s.plan_value);
-          file.write_numeric_attribute("/", "shape", std::vector<std::int64_t>{in.n, in.m});
-          file.write("/f", s.f);
-          file.write("/g", s.g);
-        });
-      }
+    const auto host_cost = Kokkos::create_mirror_view_and_copy(HostSpace(), C);
+    const auto s = ot::emd_dense(host_cost, p.x.weights, p.y.weights, eo);
+    const double seconds = timer.seconds();
+    std::vector<double> rows(static_cast<std::size_t>(p.x.total)), cols(static_cast<std::size_t>(p.y.total));
+    for (std::size_t e = 0; e < s.plan_value.size(); ++e) {
+      rows[static_cast<std::size_t>(s.plan_row[e])] += s.plan_value[e];
+      cols[static_cast<std::size_t>(s.plan_col[e])] += s.plan_value[e];
     }
-    if (!plan_path.empty()) out["plan"] = plan_path;
+    status = ot::status_name(s.summary.status);
+    out["solver"] = "emd";
+    out["cost_function"] = ot::cost_name(cost);
+    out["n"] = p.x.total;
+    out["m"] = p.y.total;
+    out["dim"] = p.x.dim;
+    out["cost"] = s.summary.cost;
+    out["objective"] = s.summary.cost;
+    out["iterations"] = s.summary.iterations;
+    out["marginal_error"] = normalised_l1(rows, p.x.weights) + normalised_l1(cols, p.y.weights);
+    out["status"] = status;
+    out["seconds"] = seconds;
+    out["plan_size"] = s.summary.plan_size;
+    if (!plan_path.empty()) {
+      out["plan"] = plan_path;
+      AtomicFile file(plan_path);
+      {
+        auto h5 = io::h5::File::create(file.temporary_path());
+        h5.write("/plan_row", std::vector<std::int64_t>(s.plan_row.begin(), s.plan_row.end()));
+        h5.write("/plan_col", std::vector<std::int64_t>(s.plan_col.begin(), s.plan_col.end()));
+        h5.write("/plan_value", s.plan_value);
+        h5.write_numeric_attribute("/", "shape", std::vector<std::int64_t>{p.x.total, p.y.total});
+        h5.write("/f", s.f);
+        h5.write("/g", s.g);
+        h5.close();
+      }
+      file.commit();
+    }
     if (status != "optimal")
-      log::warn("ot: the " + solver + " solver stopped with status '" + status +
-                (status == "max_iter" ? "' (raise --max-iter" + std::string(sinkhorn ? " or --tol" : "") + ")"
-                                      : "'") +
-                "; the results are those of the last iterate");
-    log::out() << out.dump(2) << std::endl;
+      log::warn("ot: the emd solver stopped with status '" + status +
+                (status == "max_iter" ? "' (raise --max-iter)" : "'") + "; the results are those of the last iterate");
+    log::out() << (pretty ? out.dump(2) : out.dump()) << std::endl;
   });
   return exit_ok;
+}
+
+// ------------------------------------------------------------------ entry
+
+int run_ot(const po::variables_map& vm, const dist::Comm& comm) {
+  const std::string solver = one_of(vm, "solver", {"emd", "sinkhorn"});
+  const ot::Cost cost = ot::parse_cost(option<std::string>(vm, "cost"));
+  const bool sinkhorn = solver == "sinkhorn";
+  for (const char* name : {"epsilon", "relative-epsilon", "tau-a", "tau-b", "threshold", "inner-iterations",
+                           "updates", "epsilon-init", "epsilon-decay", "cost-storage", "cost-memory", "online",
+                           "precision", "out"})
+    if (!sinkhorn && has(vm, name)) throw Error::option(name, "applies to --solver sinkhorn only");
+  if (!sinkhorn && vm["online"].as<bool>()) throw Error::option("online", "applies to --solver sinkhorn only");
+  const std::string plan_path = has(vm, "plan") ? option<std::string>(vm, "plan") : "";
+  const std::string out_path = has(vm, "out") ? option<std::string>(vm, "out") : "";
+  const bool pretty = vm["pretty"].as<bool>();
+  std::vector<std::string> inputs;
+  for (const char* name : {"input", "source", "target"})
+    if (has(vm, name)) inputs.push_back(option<std::string>(vm, name));
+  if (!plan_path.empty()) check_output_path(plan_path, inputs, "plan");
+  if (!out_path.empty()) check_output_path(out_path, inputs, "out");
+  if (!out_path.empty() && out_path == plan_path) throw Error::option("out", "must differ from --plan");
+  if (!sinkhorn) return solve_emd(vm, comm, cost, plan_path, pretty);
+  const auto options = sinkhorn_options(vm);
+  const std::string precision = one_of(vm, "precision", {"double", "float"});
+  return precision == "float" ? solve_sinkhorn<float>(vm, comm, options, cost, out_path, plan_path, pretty)
+                              : solve_sinkhorn<double>(vm, comm, options, cost, out_path, plan_path, pretty);
 }
 
 }  // namespace
@@ -234,31 +447,59 @@ int run_ot(const po::variables_map& vm, const dist::Comm& comm) {
 Subcommand ot_subcommand() {
   Subcommand sub;
   sub.name = "ot";
-  sub.summary = "optimal transport between two point sets (exact EMD or entropic Sinkhorn)";
+  sub.summary = "optimal transport between two point sets (exact EMD, or entropic Sinkhorn across ranks)";
   sub.usage =
-      "kotml ot --input FILE.h5 [--solver emd|sinkhorn] [--cost euclidean|sqeuclidean|cosine]\n"
-      "         [--epsilon E] [--relative-epsilon] [--tau-a T] [--tau-b T] [--max-iter N] [--tol X]\n"
-      "         [--plan OUT.h5]";
+      "kotml ot (--input FILE.h5 | --source A.h5ad --target B.h5ad [--use-rep KEY | --layer NAME])\n"
+      "         [--solver emd|sinkhorn] [--cost euclidean|sqeuclidean|cosine] [--plan PLAN.h5]\n"
+      "  sinkhorn: [--epsilon E] [--relative-epsilon] [--tau-a T] [--tau-b T] [--threshold X]\n"
+      "            [--inner-iterations N] [--max-iter N] [--updates alternating|symmetric]\n"
+      "            [--epsilon-init M --epsilon-decay D] [--precision double|float]\n"
+      "            [--cost-storage automatic|stored|online | --online] [--cost-memory BYTES] [-o OUT.h5]\n"
+      "  example: mpirun -np 4 kotml ot --input points.h5 --solver sinkhorn --cost cosine -o potentials.h5";
   sub.declare = [](po::options_description& desc, po::positional_options_description&) {
     desc.add_options()
-        ("input", po::value<std::string>()->required(),
-         "HDF5 file with /x (n×d) and /y (m×d) points and optional weights /a (n), /b (m); "
-         "weights default to uniform and are normalised to unit mass (balanced problems)")
+        ("input", po::value<std::string>(),
+         "HDF5 file with /x (n×d) and /y (m×d) points and optional weights /a (n), /b (m)")
+        ("source", po::value<std::string>(), ".h5ad file whose cells are the source points (rows of the plan)")
+        ("target", po::value<std::string>(), ".h5ad file whose cells are the target points (columns)")
+        ("use-rep", po::value<std::string>(), "with .h5ad inputs: the points are obsm[KEY] (default: X)")
+        ("layer", po::value<std::string>(), "with .h5ad inputs: the points are layers[NAME]")
         ("solver", po::value<std::string>()->default_value("emd"),
-         "emd (exact, network simplex) or sinkhorn (entropic, log domain)")
+         "emd (exact, network simplex, one rank) or sinkhorn (entropic, log domain, tiled across ranks)")
         ("cost", po::value<std::string>()->default_value("euclidean"),
-         "ground cost: euclidean, sqeuclidean or cosine")
-        ("epsilon", kotml::double_option(0.05), "Sinkhorn: entropic regularisation ε > 0")
+         "ground cost: euclidean, sqeuclidean or cosine (Sinkhorn: as OTT-JAX defines them)")
+        ("epsilon", kotml::double_option(0.05), "Sinkhorn: entropic regularisation ε > 0 (absolute, as in OTT)")
         ("relative-epsilon", po::bool_switch(), "Sinkhorn: ε is a fraction of the mean cost")
         ("tau-a", kotml::double_option(1.0),
          "Sinkhorn: τ ∈ (0,1] of the source marginal, ρ/(ρ+ε); 1 holds it exactly")
         ("tau-b", kotml::double_option(1.0), "Sinkhorn: τ ∈ (0,1] of the target marginal")
+        ("threshold", kotml::double_option(1e-3),
+         "Sinkhorn: stop when the L1 marginal error (OTT's) falls below this")
+        ("inner-iterations", po::value<std::int64_t>()->default_value(10),
+         "Sinkhorn: iterations between error checks (the limit rounds up to a multiple)")
         ("max-iter", po::value<std::int64_t>(),
-         "iteration limit (Sinkhorn iterations, default 1000; EMD pivots, default 10000000)")
-        ("tol", kotml::double_option(1e-9), "Sinkhorn: tolerance on the L1 marginal error")
+         "iteration limit (Sinkhorn iterations, default 2000; EMD pivots, default 10000000)")
+        ("updates", po::value<std::string>()->default_value("alternating"),
+         "Sinkhorn: alternating (g then f, OTT's default) or symmetric (both at once, averaged: one cost sweep "
+         "per iteration)")
+        ("epsilon-init", kotml::double_option(1.0),
+         "Sinkhorn ε-scaling: start at this multiple of ε (1: off)")
+        ("epsilon-decay", kotml::double_option(1.0),
+         "Sinkhorn ε-scaling: ε_t = ε·max(init·decay^t, 1)")
+        ("precision", po::value<std::string>()->default_value("double"),
+         "Sinkhorn: double, or float (points, costs and exps in float; potentials in double)")
+        ("cost-storage", po::value<std::string>()->default_value("automatic"),
+         "Sinkhorn: automatic (store the costs when they fit --cost-memory), stored, or online (recompute "
+         "per tile)")
+        ("online", po::bool_switch(), "Sinkhorn: the same as --cost-storage online")
+        ("cost-memory", po::value<std::int64_t>(),
+         "Sinkhorn: bytes per rank for stored costs (default: a quarter of the rank's free memory)")
+        ("out,o", po::value<std::string>(),
+         "Sinkhorn: write the potentials /f, /g (OTT's convention), /errors and /iterations here")
         ("plan", po::value<std::string>(),
-         "write the plan to this HDF5 file (Sinkhorn: dense /plan n×m; EMD: sparse /plan_row, "
-         "/plan_col, /plan_value), with the potentials /f and /g");
+         "write the plan (Sinkhorn: dense /plan n×m, small problems only; EMD: sparse /plan_row, "
+         "/plan_col, /plan_value) with the potentials /f and /g")
+        ("pretty", po::bool_switch(), "print the JSON summary indented instead of on one line");
   };
   sub.run = run_ot;
   return sub;

@@ -1,5 +1,6 @@
 #include "kotml/core/atomic_file.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,6 +42,19 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     if (!out) throw Error(path, "", "write failed: " + std::string(std::strerror(errno)));
   }
   file.commit();
+}
+
+void check_output_path(const std::string& output, const std::vector<std::string>& inputs, const std::string& option) {
+  if (output.empty()) throw Error::option(option, "needs a file name");
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // does not exist yet
+  if (!S_ISREG(out.st_mode))
+    throw Error::option(option, output + " exists and is not a regular file (a directory, device or FIFO)");
+  for (const auto& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw Error::option(option, output + " is the input " + input + "; kotml never writes over its inputs");
+  }
 }
 
 void make_directories(const std::string& path) {

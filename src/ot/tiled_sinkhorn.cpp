@@ -164,6 +164,22 @@ std::int64_t count_non_finite(const Matrix<const T>& points) {
   return bad;
 }
 
+/// The largest squared norm of a point set's rows (double), 0 when empty.
+template <class T>
+double largest_squared_norm(const Matrix<const T>& points) {
+  const std::int64_t dim = points.extent(1);
+  double top = 0;
+  Kokkos::parallel_reduce(
+      "kotml::ot::tiled_largest_norm", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i, double& best) {
+        double s = 0;
+        for (std::int64_t k = 0; k < dim; ++k) s += static_cast<double>(points(i, k)) * static_cast<double>(points(i, k));
+        if (s > best) best = s;
+      },
+      Kokkos::Max<double>(top));
+  return top;
+}
+
 template <class V>
 std::vector<typename V::non_const_value_type> to_host(const V& view) {
   auto mirror = Kokkos::create_mirror_view_and_copy(HostSpace(), view);
@@ -217,6 +233,7 @@ struct TiledSinkhorn<T>::Impl {
   bool have_shift = false;
 
   double epsilon = -1;
+  double cost_bound = 0;  // an upper bound of |c_ij|, from the points' norms
   std::int64_t sweeps = 0, retries = 0;
 
   std::int64_t padded_rows() const { return data.row_tiles * tile_rows; }
@@ -517,6 +534,14 @@ struct TiledSinkhorn<T>::Impl {
         throw Error("", "epsilon", "a relative epsilon needs a positive mean cost, got " + std::to_string(mean));
       epsilon = options.epsilon * mean;
     }
+    // Potentials are of the size of the costs; their rounding error, divided by
+    // ε, must stay far below 1 or the plan is noise. Refuse what T cannot resolve.
+    const double resolution = std::is_same<T, float>::value ? 0x1p-17 : 0x1p-40;
+    if (epsilon < cost_bound * resolution)
+      throw Error::option("epsilon", "the absolute epsilon " + std::to_string(epsilon) + " is below what " +
+                                         (std::is_same<T, float>::value ? "float" : "double") +
+                                         " precision resolves for costs up to " + std::to_string(cost_bound) +
+                                         ": it must be at least " + std::to_string(cost_bound * resolution));
     return epsilon;
   }
 };
@@ -645,6 +670,17 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   s.shift = Vector<T>("kotml::ot::tiled_shift", s.padded_cols());
   s.top = Vector<T>(no_init("kotml::ot::tiled_column_max"), s.padded_cols());
   s.limbs = detail::Limbs(no_init("kotml::ot::tiled_column_limbs"), s.padded_cols() * detail::column_limbs);
+
+  // A bound of the costs for the check of ε: ‖x‖ + ‖y‖ bounds the distances.
+  {
+    const double nx = std::sqrt(comm.max(detail::largest_squared_norm(d.x)));
+    const double ny = std::sqrt(detail::largest_squared_norm(y.points));
+    double feature = cost.kind == Cost::cosine ? 2.0 : nx + ny;
+    if (cost.kind == Cost::sqeuclidean) feature *= feature;
+    double label = 0;
+    for (double v : cost.label.table) label = std::max(label, std::fabs(v));
+    s.cost_bound = cost.feature_weight * feature + (cost.label.active() ? cost.label.weight * label : 0.0);
+  }
 
   // Storage by memory budget, agreed over ranks.
   const std::size_t local_bytes =

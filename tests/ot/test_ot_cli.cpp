@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kotml/io/anndata.hpp"
 #include "kotml/io/hdf5.hpp"
 #include "kotml/ot/network_simplex.hpp"
 #include "ot_test_support.hpp"
@@ -82,7 +83,7 @@ TEST(OtCli, SinkhornWritesTheDensePlanAndHonoursItsOptions) {
   Problem p;
   write_input(dir.file("in.h5"), p);
   const auto r = run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--cost", "sqeuclidean",
-                            "--epsilon", "0.5", "--relative-epsilon", "--tol", "1e-11", "--plan",
+                            "--epsilon", "0.5", "--relative-epsilon", "--threshold", "1e-11", "--plan",
                             dir.file("plan.h5")});
   const auto json = parse(r);
   EXPECT_EQ(json["status"], "optimal");
@@ -120,7 +121,7 @@ TEST(OtCli, IterationLimitIsAWarningNotAnError) {
   Problem p;
   write_input(dir.file("in.h5"), p);
   const auto r = run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--epsilon", "0.01",
-                            "--max-iter", "3", "--tol", "0"});
+                            "--max-iter", "3", "--inner-iterations", "1", "--threshold", "0"});
   const auto json = parse(r);
   EXPECT_EQ(json["status"], "max_iter");
   EXPECT_EQ(json["iterations"], 3);
@@ -207,6 +208,92 @@ TEST(OtCli, BadInputIsOneErrorLineAndExitCodeTwo) {
     file.close();
     expect_one_error({"ot", "--input", dir.file("no_y.h5")}, "/y");
   }
+}
+
+// ------------------------------------------------------- the tiled Sinkhorn
+
+/// The same points as an .h5ad pair (obsm/X_emb) instead of /x and /y.
+void write_h5ad_pair(const std::string& source, const std::string& target, const Problem& p) {
+  for (const auto& [path, points, count] : {std::make_tuple(source, &p.x, p.n), std::make_tuple(target, &p.y, p.m)}) {
+    io::AnnDataContent content;
+    content.n_obs = count;
+    content.n_vars = 2;
+    content.x_dense.assign(static_cast<std::size_t>(count * 2), 1.0f);
+    content.obsm.push_back({"X_emb", {*points, {count, p.dim}}});
+    io::write_anndata(path, content);
+  }
+}
+
+TEST(OtCli, SinkhornOnH5adAndOnHdf5AreTheSameProblem) {
+  TempDir dir;
+  Problem p;
+  write_input(dir.file("in.h5"), p, false);
+  write_h5ad_pair(dir.file("x.h5ad"), dir.file("y.h5ad"), p);
+  const std::vector<std::string> common{"--solver", "sinkhorn", "--cost", "cosine", "--epsilon", "0.05",
+                                        "--threshold", "1e-8"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "ot");
+    args.insert(args.end(), common.begin(), common.end());
+    return args;
+  };
+  const auto h5 = parse(run_kotml(with({"--input", dir.file("in.h5"), "-o", dir.file("a.h5")})));
+  const auto ad = parse(run_kotml(with({"--source", dir.file("x.h5ad"), "--target", dir.file("y.h5ad"), "--use-rep",
+                                        "X_emb", "-o", dir.file("b.h5"), "--online"})));
+  EXPECT_EQ(h5["status"], "optimal");
+  EXPECT_EQ(h5["cost_storage"], "stored");
+  EXPECT_EQ(ad["cost_storage"], "online");
+  EXPECT_EQ(h5["cost"], ad["cost"]);
+  EXPECT_EQ(h5["iterations"], ad["iterations"]);
+  const auto a = io::h5::File::open_read(dir.file("a.h5")), b = io::h5::File::open_read(dir.file("b.h5"));
+  for (const char* name : {"/f", "/g", "/errors"}) EXPECT_EQ(a.read<double>(name), b.read<double>(name)) << name;
+  EXPECT_EQ(a.read<double>("/f").size(), static_cast<std::size_t>(p.n));
+  EXPECT_EQ(a.read<std::int64_t>("/iterations")[0], h5["iterations"].get<std::int64_t>());
+  EXPECT_LT(a.read<double>("/errors").back(), 1e-8);
+  const auto config = nlohmann::json::parse(a.read_string_attribute("/", "configuration"));
+  EXPECT_EQ(config["epsilon"], 0.05);
+  EXPECT_LT(h5["marginal_error"].get<double>(), 1e-7);
+  EXPECT_NEAR(h5["mass"].get<double>(), 1.0, 1e-8);
+}
+
+TEST(OtCli, TiledSinkhornIsTheSameOnThreeRanks) {
+  TempDir dir;
+  Problem p;
+  p.n = 150;  // three row tiles: one per rank
+  p.x = test::normal_points(150, 3, 2010);
+  write_input(dir.file("in.h5"), p, false);
+  const std::vector<std::string> args{"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--precision",
+                                      "float", "--tau-a", "0.9", "--epsilon", "0.1"};
+  auto run = [&](int ranks, const std::string& out) {
+    auto a = args;
+    a.insert(a.end(), {"-o", out});
+    return parse(run_kotml(a, ranks));
+  };
+  const auto one = run(1, dir.file("one.h5"));
+  const auto three = run(3, dir.file("three.h5"));
+  EXPECT_EQ(one["cost"], three["cost"]);
+  EXPECT_EQ(one["error"], three["error"]);
+  EXPECT_EQ(three["ranks"], 3);
+  const auto a = io::h5::File::open_read(dir.file("one.h5")), b = io::h5::File::open_read(dir.file("three.h5"));
+  EXPECT_EQ(a.read<double>("/f"), b.read<double>("/f"));
+  EXPECT_EQ(a.read<double>("/g"), b.read<double>("/g"));
+}
+
+TEST(OtCli, NumericalFailureAndOutputsOntoInputsAreErrors) {
+  TempDir dir;
+  Problem p;
+  write_input(dir.file("in.h5"), p, false);
+  const std::string out = dir.file("out.h5");
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--epsilon", "1e-300", "-o", out},
+                   "precision resolves", out);
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "-o", dir.file("./in.h5")}, "input");
+  EXPECT_EQ(io::h5::File::open_read(dir.file("in.h5")).shape("/x"), (std::vector<std::int64_t>{p.n, p.dim}));
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--plan", dir.path()},
+                   "not a regular file");
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "-o", out}, "sinkhorn only", out);
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--cost-memory", "0"},
+                   "--cost-memory");
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--updates", "jacobi"}, "--updates");
+  expect_one_error({"ot", "--source", dir.file("in.h5"), "--solver", "sinkhorn"}, "--target");
 }
 
 }  // namespace

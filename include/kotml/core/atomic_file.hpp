@@ -4,6 +4,7 @@
 // half way leaves the old file (if any) untouched and removes its temporary.
 
 #include <string>
+#include <vector>
 
 namespace kotml {
 
@@ -29,6 +30,12 @@ class AtomicFile {
 
 /// Writes text to path atomically.
 void write_text_atomically(const std::string& path, const std::string& text);
+
+/// Before any work: an output path must not name one of the inputs (the same
+/// file by device and inode, so ./a/../in.h5, symbolic and hard links count) and
+/// must be a regular file or not exist yet (no directory, device or FIFO).
+/// Throws Error::option(option, ...) otherwise.
+void check_output_path(const std::string& output, const std::vector<std::string>& inputs, const std::string& option);
 
 /// Creates a directory and its parents if missing; Error naming it if that fails.
 void make_directories(const std::string& path);
