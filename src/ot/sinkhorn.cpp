@@ -299,9 +299,12 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
       epsilon = relative_epsilon();
       sums_pending = false;
     }
-    detail::run_sinkhorn<T>(slots, cost_buffer, cost_t_buffer, state, options, epsilon, out, result.plan,
-                            plan_offset_device, cost, gradient_points, points_t, result.source_gradient,
-                            result.target_gradient);
+    const detail::SinkhornProblem<T> problem{
+        slots,   cost_buffer,
+        cost_t_buffer, options,
+        epsilon, {result.plan, plan_offset_device},
+        {cost, gradient_points, points_t, result.source_gradient, result.target_gradient}};
+    detail::run_sinkhorn<T>(problem, state, out);
   }
   result.epsilon = epsilon;
 
@@ -445,9 +448,8 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
     plan_offset = detail::device_copy_of<Vector<std::int64_t>>(zero, "kotml::ot::dense_plan_offset");
   }
   Vector<const T> cost_flat(C.data(), static_cast<std::size_t>(n * m));
-  detail::run_sinkhorn<T>(slots, cost_flat, cost_t_, state, options, epsilon, out, plan_flat, plan_offset,
-                          Cost::euclidean, Matrix<const T>(), Matrix<const double>(), Matrix<double>(),
-                          Matrix<double>());
+  const detail::SinkhornProblem<T> problem{slots, cost_flat, cost_t_, options, epsilon, {plan_flat, plan_offset}, {}};
+  detail::run_sinkhorn<T>(problem, state, out);
   Kokkos::deep_copy(f, state.f);
   Kokkos::deep_copy(g, state.g);
 

@@ -425,68 +425,73 @@ struct Finalize {
 
 // ------------------------------------------------------------------- driver
 
+namespace {
+
+/// Per-slot iteration counts and statuses, filled by the iteration phases.
+struct SlotProgress {
+  std::vector<std::int32_t> iterations, status;
+  explicit SlotProgress(std::int64_t slots)
+      : iterations(static_cast<std::size_t>(slots), 0),
+        status(static_cast<std::size_t>(slots), static_cast<std::int32_t>(SolveStatus::max_iter)) {}
+};
+
 template <class T>
-void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vector<const T>& cost_t,
-                  SinkhornState<T>& state, const SinkhornOptions& options, double epsilon,
-                  SinkhornOutputs& out, const Vector<T>& plan, const Vector<const std::int64_t>& plan_offset,
-                  Cost cost_kind, const Matrix<const T>& points, const Matrix<const double>& points_t,
-                  const Matrix<double>& source_gradient, const Matrix<double>& target_gradient) {
+struct Sides {
+  SideArrays<T> rows, cols;
+};
+
+template <class T>
+Sides<T> sides_of(const SinkhornProblem<T>& p, SinkhornState<T>& state) {
+  const SlotTable& slots = p.slots;
+  return {{p.cost, slots.d_row_begin, slots.d_col_begin, slots.d_cols, state.gb, state.a, state.log_a, state.f,
+           state.fa, static_cast<T>(p.options.tau_a)},
+          {p.cost_t, slots.d_col_begin, slots.d_row_begin, slots.d_rows, state.fa, state.b, state.log_b, state.g,
+           state.gb, static_cast<T>(p.options.tau_b)}};
+}
+
+/// Problems whose two cost copies fit the team budget are solved whole, one
+/// team each, in one launch.
+template <class T>
+void iterate_in_teams(const SinkhornProblem<T>& p, const Sides<T>& sides, SinkhornState<T>& state,
+                      const std::vector<std::int64_t>& in_team, SlotProgress& progress) {
+  if (in_team.empty()) return;
+  const std::int64_t n_slots = p.slots.count();
+  const T eps = static_cast<T>(p.epsilon), inv_eps = static_cast<T>(1.0 / p.epsilon);
+  Vector<std::int64_t> which(no_init("kotml::ot::sinkhorn_team_slots"), in_team.size());
+  Kokkos::deep_copy(which, Kokkos::View<const std::int64_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                               in_team.data(), in_team.size()));
+  Vector<std::int32_t> team_iterations("kotml::ot::sinkhorn_team_iterations", n_slots);
+  Vector<std::int32_t> team_status("kotml::ot::sinkhorn_team_status", n_slots);
+  Kokkos::parallel_for("kotml::ot::sinkhorn_solve_in_team", line_policy(static_cast<std::int64_t>(in_team.size())),
+                       SolveInTeam<T>{which, p.slots.d_cost_offset, sides.rows, sides.cols, state.row_err,
+                                      team_iterations, team_status, eps, inv_eps, p.options.max_iter,
+                                      p.options.check_every, p.options.tol});
+  auto it_host = Kokkos::create_mirror_view_and_copy(HostSpace(), team_iterations);
+  auto st_host = Kokkos::create_mirror_view_and_copy(HostSpace(), team_status);
+  for (const std::int64_t s : in_team) {
+    progress.iterations[static_cast<std::size_t>(s)] = it_host(s);
+    progress.status[static_cast<std::size_t>(s)] = st_host(s);
+  }
+}
+
+/// The other problems, row block by row block over every team, a launch per
+/// half-step; converged problems leave the active set at each check.
+template <class T>
+void iterate_in_blocks(const SinkhornProblem<T>& p, const Sides<T>& sides, SinkhornState<T>& state,
+                       std::vector<std::int64_t> active, SlotProgress& progress) {
+  const SlotTable& slots = p.slots;
   const std::int64_t n_slots = slots.count();
-  if (n_slots == 0) return;
-  const T eps = static_cast<T>(epsilon);
-  const T inv_eps = static_cast<T>(1.0 / epsilon);
-
-  std::vector<std::int64_t> every(static_cast<std::size_t>(n_slots));
-  for (std::int64_t s = 0; s < n_slots; ++s) every[static_cast<std::size_t>(s)] = s;
-  auto row_blocks = make_blocks(slots, every, true);
-  auto col_blocks = make_blocks(slots, every, false);
-
-  Kokkos::parallel_for("kotml::ot::sinkhorn_scale_g", line_policy(col_blocks.extent(0)),
-                       Rescale<T>{col_blocks, slots.d_col_begin, state.g, state.log_b, state.gb, inv_eps});
-
-  const SideArrays<T> rows{cost,     slots.d_row_begin, slots.d_col_begin, slots.d_cols, state.gb,
-                           state.a,  state.log_a,       state.f,           state.fa,     static_cast<T>(options.tau_a)};
-  const SideArrays<T> cols{cost_t,   slots.d_col_begin, slots.d_row_begin, slots.d_rows, state.fa,
-                           state.b,  state.log_b,       state.g,           state.gb,     static_cast<T>(options.tau_b)};
-
-  // Problems whose two cost copies fit the cache budget are solved whole by one
-  // team each; the others, row block by row block over every team.
-  std::vector<std::int64_t> in_team, active;
-  for (std::int64_t s = 0; s < n_slots; ++s) {
-    const auto bytes = static_cast<std::size_t>(2 * slots.rows[static_cast<std::size_t>(s)] *
-                                                slots.cols[static_cast<std::size_t>(s)]) * sizeof(T);
-    (bytes <= options.team_solve_bytes ? in_team : active).push_back(s);
-  }
-  std::vector<std::int32_t> iterations(static_cast<std::size_t>(n_slots), 0);
-  std::vector<std::int32_t> status(static_cast<std::size_t>(n_slots),
-                                   static_cast<std::int32_t>(SolveStatus::max_iter));
-
-  if (!in_team.empty()) {
-    Vector<std::int64_t> which(no_init("kotml::ot::sinkhorn_team_slots"), in_team.size());
-    Kokkos::deep_copy(which, Kokkos::View<const std::int64_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                 in_team.data(), in_team.size()));
-    Vector<std::int32_t> team_iterations("kotml::ot::sinkhorn_team_iterations", n_slots);
-    Vector<std::int32_t> team_status("kotml::ot::sinkhorn_team_status", n_slots);
-    Kokkos::parallel_for("kotml::ot::sinkhorn_solve_in_team", line_policy(static_cast<std::int64_t>(in_team.size())),
-                         SolveInTeam<T>{which, slots.d_cost_offset, rows, cols, state.row_err, team_iterations,
-                                        team_status, eps, inv_eps, options.max_iter, options.check_every,
-                                        options.tol});
-    auto it_host = Kokkos::create_mirror_view_and_copy(HostSpace(), team_iterations);
-    auto st_host = Kokkos::create_mirror_view_and_copy(HostSpace(), team_status);
-    for (const std::int64_t s : in_team) {
-      iterations[static_cast<std::size_t>(s)] = it_host(s);
-      status[static_cast<std::size_t>(s)] = st_host(s);
-    }
-  }
-
-  HalfStep<T> row_step{make_blocks(slots, active, true), slots.d_cost_offset, rows, state.row_err, eps, inv_eps, false};
-  HalfStep<T> col_step{make_blocks(slots, active, false), slots.d_cost_offset, cols, state.row_err, eps, inv_eps, false};
+  const T eps = static_cast<T>(p.epsilon), inv_eps = static_cast<T>(1.0 / p.epsilon);
+  HalfStep<T> row_step{make_blocks(slots, active, true), slots.d_cost_offset, sides.rows, state.row_err, eps, inv_eps,
+                       false};
+  HalfStep<T> col_step{make_blocks(slots, active, false), slots.d_cost_offset, sides.cols, state.row_err, eps,
+                       inv_eps, false};
   Vector<double> slot_err("kotml::ot::sinkhorn_slot_err", n_slots);
   auto slot_err_host = Kokkos::create_mirror_view(slot_err);
   Vector<std::int64_t> active_device("kotml::ot::sinkhorn_active", n_slots);
 
-  for (int it = 0; it < options.max_iter && !active.empty(); ++it) {
-    const bool check = it > 0 && it % options.check_every == 0;
+  for (int it = 0; it < p.options.max_iter && !active.empty(); ++it) {
+    const bool check = it > 0 && it % p.options.check_every == 0;
     row_step.check = check;
     Kokkos::parallel_for("kotml::ot::sinkhorn_update_f", line_policy(row_step.blocks.extent(0)), row_step);
     if (check) {
@@ -499,85 +504,121 @@ void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vec
                            SumErrors{which, slots.d_row_begin, slots.d_rows, state.row_err, slot_err});
     }
     Kokkos::parallel_for("kotml::ot::sinkhorn_update_g", line_policy(col_step.blocks.extent(0)), col_step);
-    for (const std::int64_t s : active) iterations[static_cast<std::size_t>(s)] = it + 1;
-    if (check) {
-      Kokkos::deep_copy(slot_err_host, slot_err);
-      std::vector<std::int64_t> still;
-      for (const std::int64_t s : active) {
-        const double err = slot_err_host(s);
-        if (!std::isfinite(err)) {
-          status[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(SolveStatus::numerical_error);
-        } else if (err < options.tol) {
-          status[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(SolveStatus::optimal);
-        } else {
-          still.push_back(s);
-        }
-      }
-      if (still.size() != active.size()) {
-        active.swap(still);
-        if (!active.empty()) {
-          row_step.blocks = make_blocks(slots, active, true);
-          col_step.blocks = make_blocks(slots, active, false);
-        }
+    for (const std::int64_t s : active) progress.iterations[static_cast<std::size_t>(s)] = it + 1;
+    if (!check) continue;
+    Kokkos::deep_copy(slot_err_host, slot_err);
+    std::vector<std::int64_t> still;
+    for (const std::int64_t s : active) {
+      const double err = slot_err_host(s);
+      if (!std::isfinite(err))
+        progress.status[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(SolveStatus::numerical_error);
+      else if (err < p.options.tol)
+        progress.status[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(SolveStatus::optimal);
+      else
+        still.push_back(s);
+    }
+    if (still.size() != active.size()) {
+      active.swap(still);
+      if (!active.empty()) {
+        row_step.blocks = make_blocks(slots, active, true);
+        col_step.blocks = make_blocks(slots, active, false);
       }
     }
   }
+}
 
-  // Status and iterations per problem.
-  {
-    auto iter_host = Kokkos::create_mirror_view(out.iterations);
-    auto status_host = Kokkos::create_mirror_view(out.status);
-    Kokkos::deep_copy(iter_host, out.iterations);
-    Kokkos::deep_copy(status_host, out.status);
-    for (std::int64_t s = 0; s < n_slots; ++s) {
-      iter_host(slots.problem[static_cast<std::size_t>(s)]) = iterations[static_cast<std::size_t>(s)];
-      status_host(slots.problem[static_cast<std::size_t>(s)]) = status[static_cast<std::size_t>(s)];
-    }
-    Kokkos::deep_copy(out.iterations, iter_host);
-    Kokkos::deep_copy(out.status, status_host);
+/// Status and iterations per problem.
+void record_progress(const SlotTable& slots, const SlotProgress& progress, SinkhornOutputs& out) {
+  auto iter_host = Kokkos::create_mirror_view(out.iterations);
+  auto status_host = Kokkos::create_mirror_view(out.status);
+  Kokkos::deep_copy(iter_host, out.iterations);
+  Kokkos::deep_copy(status_host, out.status);
+  for (std::int64_t s = 0; s < slots.count(); ++s) {
+    iter_host(slots.problem[static_cast<std::size_t>(s)]) = progress.iterations[static_cast<std::size_t>(s)];
+    status_host(slots.problem[static_cast<std::size_t>(s)]) = progress.status[static_cast<std::size_t>(s)];
   }
+  Kokkos::deep_copy(out.iterations, iter_host);
+  Kokkos::deep_copy(out.status, status_host);
+}
 
-  // Evaluation of the returned state on every slot.
+/// Cost, objective, marginal error and status of the returned state, and the
+/// plan if asked for.
+template <class T>
+void evaluate(const SinkhornProblem<T>& p, SinkhornState<T>& state, SinkhornOutputs& out, const BlockList& row_blocks,
+              const BlockList& col_blocks) {
+  const SlotTable& slots = p.slots;
+  const T inv_eps = static_cast<T>(1.0 / p.epsilon);
   Vector<T> no_plan;
-  EvaluateLines<T> rows_eval{row_blocks,     cost,          slots.d_cost_offset, slots.d_row_begin,
-                             slots.d_col_begin, slots.d_cols, state.fa,          state.gb,
-                             state.lse_row,  state.row_cost, plan,               plan_offset,
-                             slots.d_problem, state.log_a, inv_eps, static_cast<T>(options.tau_a)};
-  EvaluateLines<T> cols_eval{col_blocks,     cost_t,        slots.d_cost_offset, slots.d_col_begin,
-                             slots.d_row_begin, slots.d_rows, state.gb,          state.fa,
-                             state.lse_col,  Vector<double>(), no_plan,          plan_offset,
-                             slots.d_problem, state.log_b, inv_eps, static_cast<T>(options.tau_b)};
+  EvaluateLines<T> rows_eval{row_blocks,      p.cost,          slots.d_cost_offset, slots.d_row_begin,
+                             slots.d_col_begin, slots.d_cols,  state.fa,            state.gb,
+                             state.lse_row,   state.row_cost,  p.plan.plan,         p.plan.offset,
+                             slots.d_problem, state.log_a,     inv_eps,             static_cast<T>(p.options.tau_a)};
+  EvaluateLines<T> cols_eval{col_blocks,      p.cost_t,        slots.d_cost_offset, slots.d_col_begin,
+                             slots.d_row_begin, slots.d_rows,  state.gb,            state.fa,
+                             state.lse_col,   Vector<double>(), no_plan,            p.plan.offset,
+                             slots.d_problem, state.log_b,     inv_eps,             static_cast<T>(p.options.tau_b)};
   Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_rows", line_policy(row_blocks.extent(0)), rows_eval);
   Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_cols", line_policy(col_blocks.extent(0)), cols_eval);
-  Kokkos::parallel_for("kotml::ot::sinkhorn_finalize", Kokkos::RangePolicy<ExecSpace>(0, n_slots),
-                       Finalize<T>{slots.d_problem, slots.d_row_begin, slots.d_col_begin, slots.d_rows,
-                                   slots.d_cols, state.a, state.b, state.f, state.g, state.lse_row,
-                                   state.lse_col, state.row_cost, out.cost, out.objective,
-                                   out.marginal_error, out.status, epsilon, options.tau_a, options.tau_b});
+  Kokkos::parallel_for("kotml::ot::sinkhorn_finalize", Kokkos::RangePolicy<ExecSpace>(0, slots.count()),
+                       Finalize<T>{slots.d_problem, slots.d_row_begin, slots.d_col_begin, slots.d_rows, slots.d_cols,
+                                   state.a, state.b, state.f, state.g, state.lse_row, state.lse_col, state.row_cost,
+                                   out.cost, out.objective, out.marginal_error, out.status, p.epsilon,
+                                   p.options.tau_a, p.options.tau_b});
+}
 
-  if (points.extent(0) > 0) {
-    const bool squared = cost_kind == Cost::sqeuclidean;
-    Kokkos::parallel_for("kotml::ot::sinkhorn_source_gradients", line_policy(row_blocks.extent(0)),
-                         LineGradients<T>{row_blocks, cost, slots.d_cost_offset, slots.d_row_begin,
-                                          slots.d_col_begin, slots.d_cols, slots.d_source_point,
-                                          slots.d_target_point, state.fa, state.gb, points, points_t,
-                                          source_gradient, inv_eps, squared});
-    Kokkos::parallel_for("kotml::ot::sinkhorn_target_gradients", line_policy(col_blocks.extent(0)),
-                         LineGradients<T>{col_blocks, cost_t, slots.d_cost_offset, slots.d_col_begin,
-                                          slots.d_row_begin, slots.d_rows, slots.d_target_point,
-                                          slots.d_source_point, state.gb, state.fa, points, points_t,
-                                          target_gradient, inv_eps, squared});
+template <class T>
+void point_gradients(const SinkhornProblem<T>& p, SinkhornState<T>& state, const BlockList& row_blocks,
+                     const BlockList& col_blocks) {
+  const SlotTable& slots = p.slots;
+  const GradientOutput<T>& gr = p.gradients;
+  const T inv_eps = static_cast<T>(1.0 / p.epsilon);
+  const bool squared = gr.kind == Cost::sqeuclidean;
+  Kokkos::parallel_for("kotml::ot::sinkhorn_source_gradients", line_policy(row_blocks.extent(0)),
+                       LineGradients<T>{row_blocks, p.cost, slots.d_cost_offset, slots.d_row_begin,
+                                        slots.d_col_begin, slots.d_cols, slots.d_source_point,
+                                        slots.d_target_point, state.fa, state.gb, gr.points, gr.points_t, gr.source,
+                                        inv_eps, squared});
+  Kokkos::parallel_for("kotml::ot::sinkhorn_target_gradients", line_policy(col_blocks.extent(0)),
+                       LineGradients<T>{col_blocks, p.cost_t, slots.d_cost_offset, slots.d_col_begin,
+                                        slots.d_row_begin, slots.d_rows, slots.d_target_point,
+                                        slots.d_source_point, state.gb, state.fa, gr.points, gr.points_t, gr.target,
+                                        inv_eps, squared});
+}
+
+}  // namespace
+
+template <class T>
+void run_sinkhorn(const SinkhornProblem<T>& p, SinkhornState<T>& state, SinkhornOutputs& out) {
+  const SlotTable& slots = p.slots;
+  const std::int64_t n_slots = slots.count();
+  if (n_slots == 0) return;
+  std::vector<std::int64_t> every(static_cast<std::size_t>(n_slots));
+  for (std::int64_t s = 0; s < n_slots; ++s) every[static_cast<std::size_t>(s)] = s;
+  const auto row_blocks = make_blocks(slots, every, true);
+  const auto col_blocks = make_blocks(slots, every, false);
+  Kokkos::parallel_for("kotml::ot::sinkhorn_scale_g", line_policy(col_blocks.extent(0)),
+                       Rescale<T>{col_blocks, slots.d_col_begin, state.g, state.log_b, state.gb,
+                                  static_cast<T>(1.0 / p.epsilon)});
+
+  std::vector<std::int64_t> in_team, in_blocks;
+  for (std::int64_t s = 0; s < n_slots; ++s) {
+    const auto bytes = static_cast<std::size_t>(2 * slots.rows[static_cast<std::size_t>(s)] *
+                                                slots.cols[static_cast<std::size_t>(s)]) * sizeof(T);
+    (bytes <= p.options.team_solve_bytes ? in_team : in_blocks).push_back(s);
   }
+  const Sides<T> sides = sides_of(p, state);
+  SlotProgress progress(n_slots);
+  iterate_in_teams(p, sides, state, in_team, progress);
+  iterate_in_blocks(p, sides, state, std::move(in_blocks), progress);
+  record_progress(slots, progress, out);
+  evaluate(p, state, out, row_blocks, col_blocks);
+  if (p.gradients.wanted()) point_gradients(p, state, row_blocks, col_blocks);
   Kokkos::fence();
 }
 
-#define KOTML_OT_INSTANTIATE_ENGINE(T)                                                              \
-  template struct SinkhornState<T>;                                                                \
-  template void run_sinkhorn<T>(const SlotTable&, const Vector<const T>&, const Vector<const T>&,  \
-                                SinkhornState<T>&, const SinkhornOptions&, double, SinkhornOutputs&, \
-                                const Vector<T>&, const Vector<const std::int64_t>&, Cost,          \
-                                const Matrix<const T>&, const Matrix<const double>&, const Matrix<double>&, \
-                                const Matrix<double>&);
+#define KOTML_OT_INSTANTIATE_ENGINE(T) \
+  template struct SinkhornState<T>;     \
+  template void run_sinkhorn<T>(const SinkhornProblem<T>&, SinkhornState<T>&, SinkhornOutputs&);
 
 KOTML_OT_INSTANTIATE_ENGINE(float)
 KOTML_OT_INSTANTIATE_ENGINE(double)

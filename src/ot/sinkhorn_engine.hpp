@@ -73,17 +73,43 @@ struct SinkhornOutputs {
   void allocate(std::int64_t problems);
 };
 
-/// Runs the iterations on every slot of `slots`, whose costs are in cost /
-/// cost_t at the slots' cost offsets, from the potentials in `state` (f is not
-/// needed; g is). Then evaluates cost, objective, marginal error and status into
-/// `out`, fills plans if `plan` is given (at plan_offset[problem]), and point
-/// gradients if `points` is given (points_t: the same pool coordinate-major,
-/// which host backends use for a SIMD gradient kernel; may be empty).
+/// The optional plan output: problem u's plan at offset[u] of `plan`.
 template <class T>
-void run_sinkhorn(const SlotTable& slots, const Vector<const T>& cost, const Vector<const T>& cost_t,
-                  SinkhornState<T>& state, const SinkhornOptions& options, double epsilon,
-                  SinkhornOutputs& out, const Vector<T>& plan, const Vector<const std::int64_t>& plan_offset,
-                  Cost cost_kind, const Matrix<const T>& points, const Matrix<const double>& points_t,
-                  const Matrix<double>& source_gradient, const Matrix<double>& target_gradient);
+struct PlanOutput {
+  Vector<T> plan;
+  Vector<const std::int64_t> offset;
+  bool wanted() const { return plan.extent(0) > 0; }
+};
+
+/// The optional point gradients: the pool of projected points (points_t: the
+/// same coordinate-major, for the host SIMD kernel; may be empty) and where
+/// each row's and column's gradient goes.
+template <class T>
+struct GradientOutput {
+  Cost kind = Cost::euclidean;
+  Matrix<const T> points;
+  Matrix<const double> points_t;
+  Matrix<double> source, target;
+  bool wanted() const { return points.extent(0) > 0; }
+};
+
+/// One run of the engine: the slots, their stored costs and transposed costs
+/// (at the slots' cost offsets), the options and the absolute ε, and what to
+/// produce beyond the per-problem scalars.
+template <class T>
+struct SinkhornProblem {
+  const SlotTable& slots;
+  Vector<const T> cost, cost_t;
+  const SinkhornOptions& options;
+  double epsilon;
+  PlanOutput<T> plan;
+  GradientOutput<T> gradients;
+};
+
+/// Runs the iterations on every slot from the potentials in `state` (f is not
+/// needed; g is), then evaluates cost, objective, marginal error and status
+/// into `out`, and the plan and gradients if asked for.
+template <class T>
+void run_sinkhorn(const SinkhornProblem<T>& problem, SinkhornState<T>& state, SinkhornOutputs& out);
 
 }  // namespace kotml::ot::detail
