@@ -131,15 +131,18 @@ std::vector<float> rank_features(const data::HostCsr& counts, std::int64_t row_b
   }
   require(max_stored <= genes, "", "", "rank features: a cell stores more values than there are genes");
 
-  RankRows k;
-  k.indptr = stage(indptr, 0, indptr.size());
-  k.indices = stage(counts.indices, first, last);
-  k.values = stage(counts.values, first, last);
-  k.out = Matrix<float>(no_init("kotml::map::rank_features"), rows, genes);
-  k.genes = genes;
-  k.max_stored = std::max<std::int64_t>(max_stored, 1);
+  const std::int64_t scratch_floats = std::max<std::int64_t>(max_stored, 1);
   // Level 0 (fast, small on GPUs) while a cell's values fit in 16 KiB.
-  k.scratch_level = Scratch::shmem_size(k.max_stored) <= 16384 ? 0 : 1;
+  const int level = Scratch::shmem_size(scratch_floats) <= 16384 ? 0 : 1;
+  // Members initialised in place: a default-constructed View assigned an
+  // unmanaged one crashes on destruction with Kokkos develop (4.6, 28848dfa8).
+  const RankRows k{stage(indptr, 0, indptr.size()),
+                   stage(counts.indices, first, last),
+                   stage(counts.values, first, last),
+                   Matrix<float>(no_init("kotml::map::rank_features"), rows, genes),
+                   genes,
+                   scratch_floats,
+                   level};
   run_rank_rows(k, rows);
   Kokkos::deep_copy(HostUnmanagedFloat(host.data(), rows, genes), k.out);
   return host;
