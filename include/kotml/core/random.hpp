@@ -28,7 +28,8 @@ enum class Purpose : std::uint64_t {
   landmarks = 8,
   pca = 9,
   test_data = 10,
-  map_auroc_downsample = 11,
+  map_auroc_downsample = 11,  // per-cluster cells of pairOT's AUROC (map/auroc)
+  map_distance_sample = 12,   // per-cluster cells of pairOT's cluster distance (map/aggregate)
 };
 
 KOKKOS_INLINE_FUNCTION constexpr std::uint64_t mix64(std::uint64_t z) {
