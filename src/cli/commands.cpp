@@ -15,6 +15,7 @@ Subcommand test_subcommand();
 Subcommand distances_subcommand();
 Subcommand gw_subcommand();
 Subcommand ot_subcommand();
+Subcommand map_subcommand();
 
 std::vector<Subcommand> all_subcommands() {
   return {
@@ -29,6 +30,7 @@ std::vector<Subcommand> all_subcommands() {
       distances_subcommand(),
       gw_subcommand(),
       ot_subcommand(),
+      map_subcommand(),
   };
 }
 

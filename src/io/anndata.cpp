@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -1195,6 +1196,34 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
     }
     for (const auto& [name, layer] : c.layers)
       write_csr_group(file, "layers/" + name, layer, c.compression_level);
+    file.close();
+  }
+  output.commit();
+}
+
+}  // namespace kotml::io
+
+namespace kotml::io {
+
+void copy_with_obs_columns(const std::string& source, const std::string& target,
+                           const std::vector<Column>& columns) {
+  const AnnDataReader reader(source);
+  const std::int64_t n_obs = reader.n_obs();
+  for (const auto& c : columns) check_column(target, "obs", c, n_obs);
+  std::vector<std::string> order = reader.obs_columns();
+  AtomicFile output(target);
+  std::error_code ec;
+  std::filesystem::copy_file(source, output.temporary_path(), std::filesystem::copy_options::overwrite_existing,
+                             ec);
+  if (ec) throw Error(target, "", "cannot copy " + source + ": " + ec.message());
+  {
+    h5::File file = h5::File::open_rw(output.temporary_path());
+    for (const auto& c : columns) {
+      file.remove("obs/" + c.name);
+      if (std::find(order.begin(), order.end(), c.name) == order.end()) order.push_back(c.name);
+      write_column(file, "obs", c);
+    }
+    file.write_string_array_attribute("obs", "column-order", order);
     file.close();
   }
   output.commit();

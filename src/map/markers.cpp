@@ -30,7 +30,7 @@ std::size_t head(std::size_t size, std::int64_t n) {
   return n < 0 ? size : std::min(size, static_cast<std::size_t>(n));
 }
 
-void check_table(const DeTable& t) {
+void check_table(const GeneTable& t) {
   require(t.log_fc.size() == t.gene.size() && t.adj_p_value.size() == t.gene.size() &&
               t.auroc.size() == t.gene.size(),
           "", "", "a DE table's columns differ in length");
@@ -60,9 +60,9 @@ std::vector<std::string> csv_fields(const std::string& line) {
 
 }  // namespace
 
-DeTable filter_table(const DeTable& table, const MarkerThresholds& thresholds, const std::vector<std::uint8_t>& allowed) {
+GeneTable filter_table(const GeneTable& table, const MarkerThresholds& thresholds, const std::vector<std::uint8_t>& allowed) {
   check_table(table);
-  DeTable out;
+  GeneTable out;
   for (const std::size_t r : by_log_fc(table.log_fc)) {
     const std::int64_t g = table.gene[r];
     if (!allowed.empty()) {
@@ -157,7 +157,7 @@ std::vector<MarkerList> select_markers(const DeResults& filtered, const SelectOp
   std::vector<MarkerList> out(static_cast<std::size_t>(k));
   for (std::int64_t x = 0; x < k; ++x) {
     MarkerList all;
-    const auto take = [&](const DeTable& t, std::int64_t n, std::int64_t source) {
+    const auto take = [&](const GeneTable& t, std::int64_t n, std::int64_t source) {
       for (std::size_t r = 0; r < head(t.size(), n); ++r) {
         all.gene.push_back(t.gene[r]);
         all.log_fc.push_back(t.log_fc[r]);

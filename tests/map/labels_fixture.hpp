@@ -66,7 +66,7 @@ struct PairotFixture {
     const auto f = flat("de/" + side, true);
     DeResults de(k(side));
     for (std::size_t r = 0; r < f.x.size(); ++r) {
-      DeTable& t = f.y[r] < 0 ? de.ova[static_cast<std::size_t>(f.x[r])] : de.pair(f.x[r], f.y[r]);
+      GeneTable& t = f.y[r] < 0 ? de.ova[static_cast<std::size_t>(f.x[r])] : de.pair(f.x[r], f.y[r]);
       t.gene.push_back(f.gene[r]);
       t.log_fc.push_back(f.log_fc[r]);
       t.adj_p_value.push_back(f.adj[r]);

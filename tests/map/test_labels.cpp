@@ -34,7 +34,7 @@ const std::vector<std::string> sides{"query", "reference"};
 
 std::set<std::string> as_set(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
 
-std::vector<std::int64_t> genes_of(const DeTable& t) { return t.gene; }
+std::vector<std::int64_t> genes_of(const GeneTable& t) { return t.gene; }
 
 ClusterLabels labels_of(const PairotFixture& f, const std::string& side) {
   const io::AnnDataReader reader(f.input(side));
@@ -52,9 +52,9 @@ std::vector<std::int64_t> columns_for(const std::vector<std::string>& names, con
   return cols;
 }
 
-DeTable table(std::vector<std::int64_t> gene, std::vector<double> lfc, std::vector<double> adj = {},
+GeneTable table(std::vector<std::int64_t> gene, std::vector<double> lfc, std::vector<double> adj = {},
               std::vector<double> auroc = {}) {
-  DeTable t;
+  GeneTable t;
   t.gene = std::move(gene);
   t.log_fc = std::move(lfc);
   t.adj_p_value = adj.empty() ? std::vector<double>(t.gene.size(), 0.0) : std::move(adj);

@@ -191,4 +191,10 @@ struct AnnDataContent {
 /// inconsistent content (lengths, indices out of range) before anything is written.
 void write_anndata(const std::string& path, const AnnDataContent& content);
 
+/// Copies the AnnData file `source` to `target` (atomically) with obs columns
+/// added, or replaced when one of that name exists; everything else is copied
+/// byte for byte. Error naming the column when one does not fit obs.
+void copy_with_obs_columns(const std::string& source, const std::string& target,
+                           const std::vector<Column>& columns);
+
 }  // namespace kotml::io

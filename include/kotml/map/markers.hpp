@@ -2,7 +2,7 @@
 // Marker genes per cluster from differential-expression tables, as pairOT 0.1's
 // pp/_selection.py (filter_genes_ova, filter_genes_ava, select_genes).
 //
-// Input: DeResults, one DeTable per cluster (one-vs-all, "OVA") and per ordered
+// Input: DeResults, one GeneTable per cluster (one-vs-all, "OVA") and per ordered
 // pair of clusters (all-vs-all, "AVA": x vs y, logFC > 0 when higher in x). A
 // table lists tested genes as indices into one gene list shared by the query and
 // the reference (the aligned genes), with limma's logFC and BH-adjusted p-value
@@ -39,7 +39,7 @@
 
 namespace kotml::map {
 
-struct DeTable {
+struct GeneTable {
   std::vector<std::int64_t> gene;  // index into the shared gene list
   std::vector<double> log_fc;
   std::vector<double> adj_p_value;
@@ -49,14 +49,14 @@ struct DeTable {
 
 struct DeResults {
   std::int64_t n_clusters = 0;
-  std::vector<DeTable> ova;  // [x]: x vs the rest
-  std::vector<DeTable> ava;  // [x * n_clusters + y], x != y: x vs y; diagonal entries unused
+  std::vector<GeneTable> ova;  // [x]: x vs the rest
+  std::vector<GeneTable> ava;  // [x * n_clusters + y], x != y: x vs y; diagonal entries unused
 
   explicit DeResults(std::int64_t clusters = 0)
       : n_clusters(clusters), ova(static_cast<std::size_t>(clusters)),
         ava(static_cast<std::size_t>(clusters * clusters)) {}
-  DeTable& pair(std::int64_t x, std::int64_t y) { return ava[static_cast<std::size_t>(x * n_clusters + y)]; }
-  const DeTable& pair(std::int64_t x, std::int64_t y) const {
+  GeneTable& pair(std::int64_t x, std::int64_t y) { return ava[static_cast<std::size_t>(x * n_clusters + y)]; }
+  const GeneTable& pair(std::int64_t x, std::int64_t y) const {
     return ava[static_cast<std::size_t>(x * n_clusters + y)];
   }
 };
@@ -69,7 +69,7 @@ struct MarkerThresholds {
 
 /// Sorted (logFC descending, stable) and filtered copy of a table. allowed: per
 /// gene index, nonzero = may be a marker; empty = every gene.
-DeTable filter_table(const DeTable& table, const MarkerThresholds& thresholds = {},
+GeneTable filter_table(const GeneTable& table, const MarkerThresholds& thresholds = {},
                      const std::vector<std::uint8_t>& allowed = {});
 
 /// filter_table on every OVA and AVA table (pairOT's filter_genes_ova and _ava).
