@@ -21,6 +21,7 @@
 #include "kotml/data/sparse.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/io/hdf5.hpp"
+#include "kotml/map/features.hpp"
 #include "labels_fixture.hpp"
 #include "support/cli_runner.hpp"
 
@@ -319,6 +320,37 @@ void expect_refused(const std::string& query, const std::string& reference, cons
   EXPECT_NE(errors[0].find(expected), std::string::npos) << errors[0];
   for (const char* file : {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json"})
     EXPECT_FALSE(kotml::test::file_exists(dir.file(std::string("out/") + file))) << file;
+}
+
+TEST(MapCli, UseRepTakesTheCosineOnAnEmbedding) {
+  // The rank features of pairOT's HVGs handed over as obsm: the same problem
+  // through the embedding path, so pairOT's outputs again.
+  const PairotFixture f("pbmc");
+  TempDir dir;
+  write_gene_lists(f, dir);
+  for (const std::string side : {"query", "reference"}) {
+    auto c = load(f.input(side));
+    std::vector<std::int64_t> columns;
+    for (const auto& gene : f.hvg)
+      columns.push_back(std::find(c.var_names.begin(), c.var_names.end(), gene) - c.var_names.begin());
+    const auto ranks = rank_features(data::select_columns(c.x_csr, columns));
+    c.obsm.push_back({"X_rank", {std::vector<double>(ranks.begin(), ranks.end()),
+                                 {c.n_obs, static_cast<std::int64_t>(columns.size())}}});
+    io::write_anndata(dir.file(side + ".h5ad"), c);
+  }
+  const auto r = run_kotml(map_args(dir.file("query.h5ad"), dir.file("reference.h5ad"), dir.file("out"), "pbmc", 50,
+                                    {"--use-rep", "X_rank", "--official-genes", dir.file("official.csv"),
+                                     "--filtered-genes", dir.file("filtered.csv"), "--distance-samples", "100000"}),
+                           2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto h5 = io::h5::File::open_read(dir.file("out/map.h5"));
+  EXPECT_TRUE(h5.read_strings("genes/hvg").empty());
+  EXPECT_LE(max_abs_difference(h5.read<double>("mapping/mean"), f.doubles("mapping/mean")), 1e-5);
+  EXPECT_LE(max_abs_difference(h5.read<double>("distance"), f.doubles("distance")), 1e-5);
+  // A missing embedding is one error line.
+  expect_refused(dir.file("query.h5ad"), dir.file("reference.h5ad"), "no such embedding",
+                 {"--use-rep", "X_umap", "--query-label-col", "bulk_labels", "--ref-label-col", "bulk_labels",
+                  "--query-sample-col", "sample_id", "--ref-sample-col", "sample_id", "--allow-non-integer"});
 }
 
 TEST(MapCli, BadInputIsOneLineAndExitTwo) {
