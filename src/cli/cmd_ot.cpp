@@ -218,6 +218,10 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
                                     " entries; --plan writes plans of up to " + std::to_string(largest_written_plan) +
                                     " (use -o for the potentials, from which any part of the plan follows)");
   const DeviceSide<T> dx(p.x), dy(p.y);
+  // The solve reads only the device copies; the host staging in double is the
+  // largest allocation of a rank (2.7x the fp32 points), so it goes now.
+  std::vector<double>().swap(p.x.points);
+  std::vector<double>().swap(p.y.points);
   ot::PointCost cost;
   cost.kind = cost_kind;
   const ot::RowBlock rows{p.x.total, p.x.begin, p.x.count};
