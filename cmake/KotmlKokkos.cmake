@@ -56,22 +56,84 @@ if(NOT KOTML_KOKKOSKERNELS_VERSION)
   set(KOTML_KOKKOSKERNELS_VERSION "${Kokkos_VERSION} (Trilinos)")
 endif()
 
-# The Kokkos versions kotml's whole suite has passed against, and the one it
-# refuses. Kokkos 4.6.99 is the development line between 4.6 and 4.7 (the
-# mdspan-based View): in the snapshot tried (git 28848dfa8, GCC 12.2, OpenMP,
-# shared and static libraries) the destructor of a default-constructed View
-# crashes in SharedAllocationRecord::decrement, so every kotml binary did.
-set(KOTML_KOKKOS_TESTED "3.4.1 (Debian 12, Serial) and 4.6.1 (OpenMP)")
-option(KOTML_ALLOW_BROKEN_KOKKOS "configure against a Kokkos version known to crash (4.6.99)" OFF)
-if(Kokkos_VERSION VERSION_EQUAL 4.6.99 AND NOT KOTML_ALLOW_BROKEN_KOKKOS)
-  message(FATAL_ERROR
-    "Kokkos 4.6.99 (a development snapshot between 4.6 and 4.7) is refused: in the snapshot tested "
-    "(git 28848dfa8) `{ Kokkos::View<double*> v; }` crashes on destruction, and so does every kotml "
-    "binary. Use a Kokkos release (tested: ${KOTML_KOKKOS_TESTED}), or "
-    "-DKOTML_ALLOW_BROKEN_KOKKOS=ON to try another snapshot.")
-elseif(NOT (Kokkos_VERSION VERSION_EQUAL 3.4.1 OR
-            (Kokkos_VERSION VERSION_GREATER_EQUAL 4.6 AND Kokkos_VERSION VERSION_LESS 4.6.99)))
+# The Kokkos versions kotml's whole suite has passed against.
+set(KOTML_KOKKOS_TESTED
+    "3.4.1 (Debian 12, Serial), 4.6.1 (OpenMP) and 4.6.99 at git 28848dfa8 with the legacy View (OpenMP)")
+if(NOT (Kokkos_VERSION VERSION_EQUAL 3.4.1 OR
+        (Kokkos_VERSION VERSION_GREATER_EQUAL 4.6 AND Kokkos_VERSION VERSION_LESS_EQUAL 4.6.99)))
   message(WARNING "kotml has not been tested with Kokkos ${Kokkos_VERSION} (tested: ${KOTML_KOKKOS_TESTED})")
+endif()
+
+# The default-constructed View probe. GCC 12.2-12.4 miscompile the default
+# constructor of the mdspan-based View of Kokkos' development line (4.6.99
+# before Kokkos PR 8223, issues kokkos#7464 and kokkos#8187): the View is
+# constant-initialised and the empty [[no_unique_address]] accessor that shares
+# the reference-count word's address zeroes it, so the first assignment to, or
+# the destruction of, any `Kokkos::View<double*> v;` dereferences a null
+# allocation record. Every kotml binary then crashes. A version test cannot
+# tell an affected build from a fixed one (the same version number with the
+# legacy View, another compiler, a patched snapshot), so this builds and runs
+# the failing pattern with the compiler and Kokkos being configured.
+option(KOTML_SKIP_KOKKOS_VIEW_PROBE "do not run the default-constructed Kokkos::View probe at configure time" OFF)
+set(_probe_key "${Kokkos_DIR}|${CMAKE_CXX_COMPILER}|${CMAKE_CXX_COMPILER_VERSION}")
+if(NOT KOTML_SKIP_KOKKOS_VIEW_PROBE AND NOT KOTML_KOKKOS_VIEW_PROBE_PASSED STREQUAL _probe_key)
+  set(_probe_dir "${CMAKE_BINARY_DIR}/CMakeFiles/kotml_kokkos_view_probe")
+  file(WRITE "${_probe_dir}/probe.cpp" [=[
+#include <Kokkos_Core.hpp>
+#include <cstdio>
+// No Kokkos::initialize: empty Views need none, and a device backend may have
+// no device on the build machine.
+int main() {
+  {
+    Kokkos::View<double*> empty;
+    Kokkos::View<double*> assigned;
+    assigned = empty;
+  }
+  std::puts("kotml-kokkos-view-probe-ok");
+  return 0;
+}
+]=])
+  if(TARGET Kokkos::kokkos)
+    set(_probe_link Kokkos::kokkos)
+    set(_probe_includes "")
+  else()
+    set(_probe_link ${Kokkos_LIBRARIES})
+    set(_probe_includes "-DINCLUDE_DIRECTORIES=${Kokkos_INCLUDE_DIRS}")
+  endif()
+  try_run(_probe_run _probe_compiled "${_probe_dir}/build" "${_probe_dir}/probe.cpp"
+    CMAKE_FLAGS ${_probe_includes}
+    COMPILE_DEFINITIONS -O2
+    LINK_LIBRARIES ${_probe_link}
+    CXX_STANDARD 17
+    CXX_STANDARD_REQUIRED ON
+    COMPILE_OUTPUT_VARIABLE _probe_compile_output
+    RUN_OUTPUT_VARIABLE _probe_run_output)
+  set(_device_backend OFF)
+  foreach(_backend CUDA HIP SYCL)
+    if(_backend IN_LIST KOTML_KOKKOS_BACKENDS)
+      set(_device_backend ON)
+    endif()
+  endforeach()
+  if(NOT _probe_compiled)
+    message(FATAL_ERROR "A 10-line Kokkos program does not build with this compiler and Kokkos "
+      "(${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}, Kokkos ${Kokkos_VERSION}); "
+      "compiler output:\n${_probe_compile_output}")
+  elseif(_probe_run EQUAL 0 AND _probe_run_output MATCHES "kotml-kokkos-view-probe-ok")
+    set(KOTML_KOKKOS_VIEW_PROBE_PASSED "${_probe_key}" CACHE INTERNAL "the Kokkos and compiler the View probe passed with")
+    message(STATUS "Default-constructed Kokkos::View probe: passed")
+  elseif(_device_backend OR CMAKE_CROSSCOMPILING)
+    # The program may fail to start for want of a device driver library.
+    message(WARNING "The default-constructed Kokkos::View probe did not run here (${_probe_run}). "
+      "If kotml's binaries crash in SharedAllocationRecord, see the README's Kokkos section.")
+  else()
+    message(FATAL_ERROR
+      "This compiler (${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}) with Kokkos ${Kokkos_VERSION} "
+      "crashes on `{ Kokkos::View<double*> v; }` (probe: ${_probe_run}), and so would every kotml binary. The known cause: "
+      "GCC 12.2-12.4 miscompile the default constructor of the mdspan-based View of Kokkos' development "
+      "line before Kokkos PR 8223 (kokkos#8187). Use Kokkos >= 4.7.0 or a release <= 4.6.x, or rebuild this "
+      "Kokkos with -DKokkos_ENABLE_IMPL_VIEW_LEGACY=ON, or build with GCC >= 13 or clang++; "
+      "-DKOTML_SKIP_KOKKOS_VIEW_PROBE=ON configures anyway.")
+  endif()
 endif()
 
 # A Kokkos (and Kokkos Kernels) built as shared libraries outside the system
