@@ -10,6 +10,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/graph_file.hpp"
@@ -59,6 +60,7 @@ Subcommand apsp_subcommand() {
     options.chunk_rows = positive<std::int64_t>(vm, "chunk-rows");
     const auto n_landmarks = non_negative<std::int64_t>(vm, "landmarks");
     const auto landmark_start = non_negative<std::int64_t>(vm, "landmark-start");
+    check_outputs(comm, {input}, {{"output", output}});
 
     // Every rank reads the input (read-only) and holds the graph: each source's
     // Dijkstra needs all of it.
@@ -66,8 +68,11 @@ Subcommand apsp_subcommand() {
     graph::PointCloud cloud;
     graph::CsrGraph<MemSpace> g;
     comm.phase([&] {
+      // A --group given by the user means a graph input: its absence is named
+      // as such, not as a missing point dataset.
+      const bool group_given = !vm["group"].defaulted();
       from_graph = !graph::is_anndata_file(input) &&
-                   graph::has_graph(io::h5::File::open_read(input), group);
+                   (group_given || graph::has_graph(io::h5::File::open_read(input), group));
       if (from_graph)
         g = graph::read_graph(io::h5::File::open_read(input), group);
       else
@@ -95,7 +100,7 @@ Subcommand apsp_subcommand() {
     comm.phase([&] {
       if (!comm.is_root()) return;
       out.emplace(output);
-      file.emplace(io::h5::File::create(out->temporary_path()));
+      file.emplace(io::h5::File::create(*out));
     });
     graph::write_shortest_paths(g, sources, options, comm, file ? &*file : nullptr, "distances");
     comm.phase([&] {
@@ -112,7 +117,7 @@ Subcommand apsp_subcommand() {
           {"k", from_graph ? 0 : option<int>(vm, "k")},
           {"chunk-rows", options.chunk_rows},
           {"ranks", comm.size()}};
-      file->write_string_attribute("/", "kotml_config", config.dump());
+      file->write_string_attribute("/", "kotml_config", json_text(config));
       file->close();
       out->commit();
     });

@@ -6,6 +6,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/data/cohort_options.hpp"
@@ -44,6 +45,7 @@ Subcommand distances_subcommand() {
     metric.kind = eval::parse_metric_kind(vm["metric"].as<std::string>());
     metric.squared = vm["squared"].as<bool>();
     const std::string model = vm["model"].as<std::string>();
+    check_outputs(comm, {cohort_options.input, model}, {{"output", output}});
     if (metric.kind == eval::GroundMetric::Kind::learned) {
       if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
       comm.phase([&] { metric.a = learn::read_metric(model); });
@@ -67,7 +69,7 @@ Subcommand distances_subcommand() {
       const auto n = static_cast<std::int64_t>(donors.size());
       AtomicFile target(output);
       {
-        auto file = io::h5::File::create(target.temporary_path());
+        auto file = io::h5::File::create(target);
         file.write("distances", std::vector<double>(d.data(), d.data() + d.size()), {n, n});
         file.write_strings("donors", cohort.donor_ids());
         const auto labels = cohort.labels();
@@ -77,7 +79,7 @@ Subcommand distances_subcommand() {
                    {n, static_cast<std::int64_t>(mds_components)});
         file.write("mds_eigenvalues", mds.eigenvalues);
         file.write_string_attribute("/", "metric", metric.name());
-        file.write_string_attribute("/", "config", config.dump());
+        file.write_string_attribute("/", "config", json_text(config));
         file.write_string_attribute("/", "kotml_version", version_string);
         file.write_string_attribute("/", "git_hash", git_hash);
         file.close();

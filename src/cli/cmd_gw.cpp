@@ -12,6 +12,7 @@
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/graph/knn_graph.hpp"
 #include "kotml/graph/point_cloud.hpp"
@@ -151,6 +152,7 @@ Subcommand gw_subcommand() {
     target.dist = option<std::string>(vm, "dist-target");
     source.weights = option<std::string>(vm, "source-weights");
     target.weights = option<std::string>(vm, "target-weights");
+    check_outputs(comm, {source.file, target.file}, {{"output", output}});
 
     comm.phase([&] {
       if (mode == gw::DistanceMode::precomputed && second.empty() &&
@@ -183,7 +185,7 @@ Subcommand gw_subcommand() {
     comm.phase([&] {
       if (!comm.is_root()) return;
       out.emplace(output);
-      file.emplace(io::h5::File::create(out->temporary_path()));
+      file.emplace(io::h5::File::create(*out));
       file->write<std::int64_t>("match", result.match);
       file->write<double>("gw_cost", {result.gw_cost}, {});
       file->write<std::int64_t>("iterations", {result.iterations}, {});
@@ -219,7 +221,7 @@ Subcommand gw_subcommand() {
           {"final_epsilon", result.final_epsilon},
           {"seconds_setup", setup_seconds},
           {"seconds_solve", solve_seconds}};
-      file->write_string_attribute("/", "kotml_config", config.dump());
+      file->write_string_attribute("/", "kotml_config", json_text(config));
     });
     if (plan_kind == "dense")
       gw::write_dense_plan(result, plan_precision == "float32", comm, file ? &*file : nullptr, "plan");

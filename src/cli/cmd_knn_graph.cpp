@@ -8,6 +8,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/graph/graph_file.hpp"
 #include "kotml/graph/knn_graph.hpp"
@@ -40,6 +41,7 @@ Subcommand knn_graph_subcommand() {
     const auto output = option<std::string>(vm, "output");
     const auto group = option<std::string>(vm, "group");
     const int k = option<int>(vm, "k");
+    check_outputs(comm, {input}, {{"output", output}});
     graph::PointCloud cloud;
     comm.phase([&] {
       cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"),
@@ -53,7 +55,7 @@ Subcommand knn_graph_subcommand() {
       edges = g.num_directed_edges() / 2;
       AtomicFile out(output);
       {
-        auto file = io::h5::File::create(out.temporary_path());
+        auto file = io::h5::File::create(out);
         graph::write_graph(file, group, g);
         file.write_numeric_attribute<std::int64_t>(group, "k", {k}, true);
         file.write_numeric_attribute<std::int64_t>(group, "components_before_bridging",
@@ -68,7 +70,7 @@ Subcommand knn_graph_subcommand() {
                                        {"use-rep", option<std::string>(vm, "use-rep")},
                                        {"dataset", option<std::string>(vm, "dataset")},
                                        {"group", group}};
-        file.write_string_attribute("/", "kotml_config", config.dump());
+        file.write_string_attribute("/", "kotml_config", json_text(config));
         file.close();
       }
       out.commit();

@@ -134,9 +134,10 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
   const std::string out = option<std::string>(vm, "out");
   const std::string h5ad = option<std::string>(vm, "write-h5ad");
   const std::vector<std::string> inputs{options.query.path, options.reference.path};
+  std::vector<OutputFile> outputs{{"write-h5ad", h5ad}};
   for (const char* file : {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json"})
-    check_output_path(out + "/" + file, inputs, "out");
-  if (!h5ad.empty()) check_output_path(h5ad, inputs, "write-h5ad");
+    outputs.push_back({"out", out + "/" + file, true});
+  check_outputs(comm, inputs, outputs, "out", out);
   if (!vm["quiet"].as<bool>()) log::set_verbose(true);
 
   map::MapInput query, reference;

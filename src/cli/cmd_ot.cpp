@@ -8,7 +8,9 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/core/version.hpp"
@@ -153,19 +156,49 @@ Problem read_problem(const po::variables_map& vm, bool distributed, const dist::
   return p;
 }
 
-/// Fills missing weights with 1; with `normalise`, scales each side to unit mass
-/// (the source's total summed exactly over ranks). Error if a side sums to zero.
-void settle_weights(Problem& p, bool normalise, const dist::Comm& comm) {
+/// What the solver does with the weights' total mass.
+enum class WeightMass {
+  normalised,  // balanced Sinkhorn: each side is scaled to unit mass here
+  scale_free,  // EMD: the solver normalises each side itself
+  kept,        // unbalanced Sinkhorn: the masses are part of the problem
+};
+
+/// Fills missing weights with 1 and settles their scale. Where the scale does
+/// not matter, each side is first multiplied by a power of two that brings its
+/// largest weight to [1, 2) (exact, so 1e308-sized weights work as well as 1);
+/// the source's total is summed exactly over ranks. Error if a side sums to
+/// zero, or (masses kept) past what a sum can hold.
+void settle_weights(Problem& p, WeightMass use, const dist::Comm& comm) {
   for (Side* s : {&p.x, &p.y})
     if (s->weights.empty()) s->weights.assign(static_cast<std::size_t>(s->count), 1.0);
+  const std::string source_weights = p.x.element == "/x" ? "/a" : p.x.element;
+  const std::string target_weights = p.y.element == "/y" ? "/b" : p.y.element;
+  auto largest = [](const std::vector<double>& w) {
+    double m = 0;
+    for (double v : w) m = std::max(m, v);
+    return m;
+  };
+  const double source_largest = comm.max(largest(p.x.weights)), target_largest = largest(p.y.weights);
+  if (!(source_largest > 0)) throw Error(p.x.file, source_weights, "the weights sum to zero");
+  if (!(target_largest > 0)) throw Error(p.y.file, target_weights, "the weights sum to zero");
+  if (use != WeightMass::kept) {
+    const int source_shift = -std::ilogb(source_largest), target_shift = -std::ilogb(target_largest);
+    for (double& w : p.x.weights) w = std::ldexp(w, source_shift);
+    for (double& w : p.y.weights) w = std::ldexp(w, target_shift);
+  } else {
+    // The exact sum holds values below 2^116, and the cost of an unbalanced
+    // plan multiplies the masses further.
+    constexpr double largest_kept = 0x1p100;
+    const char* too_large = "weights above 2^100 (1.3e30) in unbalanced transport, whose masses count: scale them down";
+    if (source_largest >= largest_kept) throw Error(p.x.file, source_weights, too_large);
+    if (target_largest >= largest_kept) throw Error(p.y.file, target_weights, too_large);
+  }
   dist::ExactSum mass(1);
   for (double w : p.x.weights) mass.add(0, w);
   const double source = mass.allreduce(comm)[0];
   double target = 0;
   for (double w : p.y.weights) target += w;
-  if (!(source > 0)) throw Error(p.x.file, p.x.element == "/x" ? "/a" : p.x.element, "the weights sum to zero");
-  if (!(target > 0)) throw Error(p.y.file, p.y.element == "/y" ? "/b" : p.y.element, "the weights sum to zero");
-  if (!normalise) return;
+  if (use != WeightMass::normalised) return;
   for (double& w : p.x.weights) w /= source;
   for (double& w : p.y.weights) w /= target;
 }
@@ -193,12 +226,12 @@ void write_potentials(const std::string& path, const std::vector<double>& f, con
                       const ot::TiledSinkhornReport& report, const nlohmann::ordered_json& summary) {
   AtomicFile out(path);
   {
-    auto file = io::h5::File::create(out.temporary_path());
+    auto file = io::h5::File::create(out);
     file.write("/f", f);
     file.write("/g", g);
     file.write("/errors", report.errors);
     file.write("/iterations", std::vector<std::int64_t>{report.iterations});
-    file.write_string_attribute("/", "configuration", summary.dump());
+    file.write_string_attribute("/", "configuration", json_text(summary));
     file.write_string_attribute("/", "kotml_version", std::string(kotml::version_string) + " (git " + kotml::git_hash + ")");
     file.write_string_attribute("/", "convention", "T_ij = exp((f_i + g_j - c_ij) / epsilon) (OTT-JAX)");
     file.write_numeric_attribute("/", "epsilon", std::vector<double>{report.epsilon}, true);
@@ -212,7 +245,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
                    ot::Cost cost_kind, const std::string& out_path, const std::string& plan_path, bool pretty) {
   Problem p;
   comm.phase([&] { p = read_problem(vm, true, comm); });
-  comm.phase([&] { settle_weights(p, options.balanced(), comm); });
+  comm.phase([&] { settle_weights(p, options.balanced() ? WeightMass::normalised : WeightMass::kept, comm); });
   if (!plan_path.empty() && p.x.total * p.y.total > largest_written_plan)
     throw Error::option("plan", "the plan would have " + std::to_string(p.x.total * p.y.total) +
                                     " entries; --plan writes plans of up to " + std::to_string(largest_written_plan) +
@@ -291,7 +324,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
     if (!plan_path.empty()) {
       AtomicFile file(plan_path);
       {
-        auto h5 = io::h5::File::create(file.temporary_path());
+        auto h5 = io::h5::File::create(file);
         h5.write("/plan", plan, {p.x.total, p.y.total});
         h5.write("/f", f_all);
         h5.write("/g", g);
@@ -305,7 +338,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
     log::warn("ot: Sinkhorn stopped after " + std::to_string(report.iterations) + " iterations at error " +
               std::to_string(report.errors.empty() ? 0.0 : report.errors.back()) + " above --threshold " +
               std::to_string(options.threshold) + " (raise --max-iter or --threshold); results are the last iterate");
-  if (comm.is_root()) log::out() << (pretty ? out.dump(2) : out.dump()) << std::endl;
+  if (comm.is_root()) log::out() << (pretty ? json_text(out, 2) : json_text(out)) << std::endl;
   return exit_ok;
 }
 
@@ -343,7 +376,7 @@ int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost
   comm.phase([&] {
     if (!comm.is_root()) return;
     Problem p = read_problem(vm, false, comm);
-    settle_weights(p, false, dist::Comm(MPI_COMM_SELF));
+    settle_weights(p, WeightMass::scale_free, dist::Comm(MPI_COMM_SELF));
     Kokkos::Timer timer;
     const auto X = device_points(p.x.points, p.x.total, p.x.dim, "kotml::ot_cli::x");
     const auto Y = device_points(p.y.points, p.y.total, p.y.dim, "kotml::ot_cli::y");
@@ -358,6 +391,11 @@ int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost
       cols[static_cast<std::size_t>(s.plan_col[e])] += s.plan_value[e];
     }
     status = ot::status_name(s.summary.status);
+    // A plan that does not match the marginals, or has no finite cost, is no
+    // answer: it is not written.
+    if (s.summary.status == ot::SolveStatus::infeasible || s.summary.status == ot::SolveStatus::numerical_error)
+      throw Error("", "emd", std::string("the exact solver found no valid plan (status '") + status +
+                                 "'): the weights cannot be matched, or a cost is not finite; nothing written");
     out["solver"] = "emd";
     out["cost_function"] = ot::cost_name(cost);
     out["n"] = p.x.total;
@@ -374,7 +412,7 @@ int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost
       out["plan"] = plan_path;
       AtomicFile file(plan_path);
       {
-        auto h5 = io::h5::File::create(file.temporary_path());
+        auto h5 = io::h5::File::create(file);
         h5.write("/plan_row", std::vector<std::int64_t>(s.plan_row.begin(), s.plan_row.end()));
         h5.write("/plan_col", std::vector<std::int64_t>(s.plan_col.begin(), s.plan_col.end()));
         h5.write("/plan_value", s.plan_value);
@@ -388,7 +426,7 @@ int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost
     if (status != "optimal")
       log::warn("ot: the emd solver stopped with status '" + status +
                 (status == "max_iter" ? "' (raise --max-iter)" : "'") + "; the results are those of the last iterate");
-    log::out() << (pretty ? out.dump(2) : out.dump()) << std::endl;
+    log::out() << (pretty ? json_text(out, 2) : json_text(out)) << std::endl;
   });
   return exit_ok;
 }
@@ -410,9 +448,10 @@ int run_ot(const po::variables_map& vm, const dist::Comm& comm) {
   std::vector<std::string> inputs;
   for (const char* name : {"input", "source", "target"})
     if (has(vm, name)) inputs.push_back(option<std::string>(vm, name));
-  if (!plan_path.empty()) check_output_path(plan_path, inputs, "plan");
-  if (!out_path.empty()) check_output_path(out_path, inputs, "out");
-  if (!out_path.empty() && out_path == plan_path) throw Error::option("out", "must differ from --plan");
+  check_outputs(comm, inputs, {{"plan", plan_path}, {"out", out_path}});
+  if (!out_path.empty() && !plan_path.empty() &&
+      std::filesystem::weakly_canonical(out_path) == std::filesystem::weakly_canonical(plan_path))
+    throw Error::option("out", "must differ from --plan");
   if (!sinkhorn) return solve_emd(vm, comm, cost, plan_path, pretty);
   const auto options = sinkhorn_options(vm);
   const std::string precision = one_of(vm, "precision", {"double", "float"});

@@ -75,7 +75,7 @@ Subcommand prep_subcommand() {
     o.pca.max_basis = non_negative<std::int64_t>(vm, "pca-max-basis");
     o.pca.seed = vm["seed"].as<std::uint64_t>();
     o.compression_level = in_range<int>(vm, "compression", 0, 9);
-    if (o.input == o.output) throw Error::option("output", "must differ from the input file");
+    check_outputs(comm, {o.input}, {{"output", o.output}});
 
     data::PrepReport report;
     comm.phase([&] {

@@ -68,6 +68,7 @@ Subcommand simulate_subcommand() {
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
     const std::string kind = one_of(vm, "kind", {"toy2d", "gmm", "scrna"});
     const std::string output = vm["output"].as<std::string>();
+    check_outputs(comm, {}, {{"output", output}});
     const auto seed = vm["seed"].as<std::uint64_t>();
     const std::initializer_list<const char*> toy2d_only = {"cells-per-mode", "noise-scale", "noise-dims"};
     const std::initializer_list<const char*> gmm_only = {"n-donors", "n-dim", "n-modes", "signal-mean-shift",

@@ -7,6 +7,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/donor_store.hpp"
@@ -44,6 +45,11 @@ Subcommand test_subcommand() {
     metric.kind = eval::parse_metric_kind(vm["metric"].as<std::string>());
     metric.squared = vm["squared"].as<bool>();
     const std::string model = vm["model"].as<std::string>();
+    if (!out.empty())
+      check_outputs(comm, {cohort_options.input, model},
+                    {{"out", out + "/metrics.csv", true}, {"out", out + "/summary.json", true},
+                     {"out", out + "/results.h5", true}},
+                    "out", out);
     if (metric.kind == eval::GroundMetric::Kind::learned) {
       if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
       comm.phase([&] { metric.a = learn::read_metric(model); });
@@ -87,7 +93,7 @@ Subcommand test_subcommand() {
     comm.phase([&] {
       if (!comm.is_root() || out.empty()) return;
       write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
-      write_text_atomically(out + "/summary.json", run.summary.dump(2) + "\n");
+      write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
       learn::write_results(out + "/results.h5", cohort, run);
     });
     if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5}\n";

@@ -66,6 +66,11 @@ Subcommand train_subcommand() {
     }
     if (!h5ad.empty() && cohort_options.input.rfind("builtin:", 0) == 0)
       throw Error::option("write-h5ad", "needs an --input .h5ad to copy");
+    check_outputs(comm, {cohort_options.input},
+                  {{"out", out + "/results.h5", true},
+                   {"checkpoint", options.checkpoint_path, true},
+                   {"write-h5ad", h5ad}},
+                  "out", out);
 
     const auto cohort = learn::load_cohort(cohort_options, comm);
     std::vector<GlobalId> donors;

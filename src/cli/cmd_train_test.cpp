@@ -10,6 +10,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/donor_store.hpp"
@@ -71,6 +72,12 @@ Subcommand train_test_subcommand() {
     if (options.checkpoint_path.empty() && !out.empty()) options.checkpoint_path = out + "/checkpoint.h5";
     if (!h5ad.empty() && cohort_options.input.rfind("builtin:", 0) == 0)
       throw Error::option("write-h5ad", "needs an --input .h5ad to copy");
+    std::vector<OutputFile> outputs{{"write-h5ad", h5ad}};
+    if (!out.empty())
+      for (const char* name : {"metrics.csv", "summary.json", "results.h5"}) outputs.push_back({"out", out + "/" + name, true});
+    if (!options.checkpoint_path.empty())
+      outputs.push_back({"checkpoint", split_checkpoint(options.checkpoint_path, 0), true});
+    check_outputs(comm, {cohort_options.input}, outputs, out.empty() ? "" : "out", out);
 
     const auto cohort = learn::load_cohort(cohort_options, comm);
     const auto splits = eval::protocol_splits(cohort, protocol);
@@ -141,7 +148,7 @@ Subcommand train_test_subcommand() {
       if (!comm.is_root()) return;
       if (!out.empty()) {
         write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
-        write_text_atomically(out + "/summary.json", run.summary.dump(2) + "\n");
+        write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
         learn::write_results(out + "/results.h5", cohort, run);
       }
       if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, run.a);

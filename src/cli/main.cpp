@@ -2,10 +2,12 @@
 //
 // Error handling: option errors are the same on every rank, and a subcommand runs
 // inside Comm::phase, so a kotml::Error reaches main as a CollectiveError known to
-// every rank: rank 0 prints it once and every rank exits 2. Subcommands wrap
-// each stage that can fail on one rank alone in its own phase, so that no rank is
-// left waiting in a collective. Anything else is a bug: the rank that hit it
-// prints it and aborts the job rather than hang.
+// every rank: rank 0 prints it once and every rank exits 2. A bug (InternalError
+// or any other exception) inside a phase is agreed on the same way and exits 3
+// with a line that says it is a bug. Subcommands wrap each stage that can fail
+// on one rank alone in its own phase, so that no rank is left waiting in a
+// collective; anything thrown outside a phase is printed by the rank that hit it,
+// which aborts the job rather than let the others hang.
 
 #include <mpi.h>
 
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kotml/core/atomic_file.hpp"
 #include "kotml/core/blas_threads.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
@@ -185,6 +188,14 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
   return code;
 }
 
+/// The one line an error is reported with: a user error names what to change, a
+/// bug says that it is one and which kotml has it.
+std::string error_line(const Error& e) {
+  if (!e.is_internal()) return std::string("kotml: error: ") + e.what();
+  return std::string("kotml: internal error (a bug in kotml ") + version_string + ", git " +
+         git_hash + "; please report it with the command line): " + e.what();
+}
+
 /// Option errors are found identically on every rank, before any communication.
 int dispatch_agreed(const std::vector<std::string>& args, const dist::Comm& comm) {
   try {
@@ -219,16 +230,22 @@ int main(int argc, char* argv[]) {
     kokkos_argv.push_back(nullptr);
 
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
+    // After MPI and Kokkos, so that neither replaces the handler: a terminated
+    // run removes the temporaries of the outputs it was writing.
+    kotml::install_temporary_cleanup();
     kotml::use_one_blas_thread();
     try {
       code = kotml::cli::dispatch_agreed(args, comm);
     } catch (const kotml::dist::CollectiveError& e) {
-      if (comm.is_root()) std::cerr << "kotml: error: " << e.what() << std::endl;
-      code = kotml::exit_user_error;
-    } catch (const std::exception& e) {
-      std::cerr << "kotml: internal error: " << e.what() << std::endl;
-      if (comm.size() > 1) MPI_Abort(MPI_COMM_WORLD, kotml::exit_internal_error);
-      code = kotml::exit_internal_error;
+      if (comm.is_root()) std::cerr << kotml::cli::error_line(e) << std::endl;
+      code = e.is_internal() ? kotml::exit_internal_error : kotml::exit_user_error;
+    } catch (...) {
+      // Thrown outside any phase, on this rank alone: the others may wait in a
+      // collective, so the job ends here.
+      const kotml::Error failure = kotml::dist::failure_of_current_exception();
+      std::cerr << kotml::cli::error_line(failure) << std::endl;
+      code = failure.is_internal() ? kotml::exit_internal_error : kotml::exit_user_error;
+      if (comm.size() > 1) MPI_Abort(MPI_COMM_WORLD, code);
     }
   }
   MPI_Finalize();

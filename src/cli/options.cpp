@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "kotml/core/atomic_file.hpp"
+
 namespace kotml::cli {
 
 std::string one_of(const po::variables_map& vm, const std::string& name,
@@ -10,6 +12,15 @@ std::string one_of(const po::variables_map& vm, const std::string& name,
   std::string list;
   for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
   throw Error::option(name, "must be one of " + list + ", got '" + value + "'");
+}
+
+void check_outputs(const dist::Comm& comm, const std::vector<std::string>& inputs, const std::vector<OutputFile>& files,
+                   const std::string& folder_option, const std::string& folder) {
+  comm.phase([&] {
+    if (!folder_option.empty()) check_output_directory(folder, folder_option);
+    for (const auto& file : files)
+      if (!file.path.empty()) check_output_path(file.path, inputs, file.option, file.in_created_folder);
+  });
 }
 
 }  // namespace kotml::cli

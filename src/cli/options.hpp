@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kotml/core/error.hpp"
+#include "kotml/dist/comm.hpp"
 
 namespace kotml::cli {
 
@@ -51,5 +52,18 @@ T in_range(const po::variables_map& vm, const std::string& name, T lo, T hi) {
 /// The value of a string option that must be one of the choices.
 std::string one_of(const po::variables_map& vm, const std::string& name,
                    const std::vector<std::string>& choices);
+
+/// One file a subcommand will write: the option that names it and its path.
+struct OutputFile {
+  std::string option;
+  std::string path;
+  bool in_created_folder = false;  // inside an --out folder the command creates
+};
+
+/// Before any work, on every rank (one agreed phase): the output folder (if
+/// any) can be created or written, and every output file can be written and is
+/// none of the inputs (kotml/core/atomic_file.hpp). Empty paths are skipped.
+void check_outputs(const dist::Comm& comm, const std::vector<std::string>& inputs, const std::vector<OutputFile>& files,
+                   const std::string& folder_option = "", const std::string& folder = "");
 
 }  // namespace kotml::cli

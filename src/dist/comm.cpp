@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <new>
 #include <set>
 
 #include "kotml/core/log.hpp"
@@ -10,22 +11,41 @@
 namespace kotml::dist {
 namespace {
 
-// Errors travel as three strings joined by a separator that cannot occur in a
-// one-line message.
+// Errors travel as their kind and three strings joined by a separator that
+// cannot occur in a one-line message.
 constexpr char field_separator = '\x1f';
 
 std::string pack(const Error& e) {
-  return e.file() + field_separator + e.element() + field_separator + e.reason();
+  return static_cast<char>(e.kind()) + (e.file() + field_separator + e.element() +
+                                        field_separator + e.reason());
 }
 
 Error unpack(const std::string& text) {
-  const auto first = text.find(field_separator);
+  const auto kind = static_cast<Error::Kind>(text.at(0));
+  const auto first = text.find(field_separator, 1);
   const auto second = text.find(field_separator, first + 1);
-  return Error(text.substr(0, first), text.substr(first + 1, second - first - 1),
-               text.substr(second + 1));
+  return Error(text.substr(1, first - 1), text.substr(first + 1, second - first - 1),
+               text.substr(second + 1))
+      .with_kind(kind);
 }
 
 }  // namespace
+
+Error failure_of_current_exception() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::bad_alloc& e) {
+    // Kokkos' failed allocations derive from std::bad_alloc and name the View.
+    return Error("", "", std::string("out of memory (") + e.what() +
+                             "): use a smaller problem, or more ranks or nodes");
+  } catch (const std::exception& e) {
+    return Error::internal(e.what());
+  } catch (...) {
+    return Error::internal("an exception of unknown type");
+  }
+}
 
 Comm::Comm(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_rank(comm_, &rank_);
@@ -167,7 +187,7 @@ std::vector<std::string> Comm::allgather_strings(const std::string& local) const
 std::vector<double> Comm::sum_by_id(const std::vector<GlobalId>& ids,
                                     const std::vector<double>& partials, std::size_t width) const {
   if (partials.size() != ids.size() * width)
-    throw Error("", "", "internal error: sum_by_id got partials of the wrong length");
+    throw InternalError("sum_by_id got partials of the wrong length");
   const std::vector<std::int64_t> local_ids(ids.begin(), ids.end());
   const auto all_ids = allgatherv(local_ids);
   const auto all_partials = allgatherv(partials);

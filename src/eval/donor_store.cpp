@@ -26,7 +26,7 @@ void share_pool(Target& target, const Source& source) {
   if constexpr (std::is_assignable<Target&, const Source&>::value) {
     target = source;
   } else {
-    throw Error("", "stage", "internal error: the pool is not in device memory");
+    throw InternalError("the donor pool is not in device memory");
   }
 }
 
@@ -64,7 +64,7 @@ DonorStore::DonorStore(const data::Cohort& cohort)
 std::int64_t DonorStore::offset(GlobalId donor) const {
   const auto o = offset_[static_cast<std::size_t>(donor)];
   if (o < 0)
-    throw Error("", "donor " + std::to_string(donor), "internal error: donor not loaded on this rank");
+    throw InternalError("donor " + std::to_string(donor) + " not loaded on this rank");
   return o;
 }
 
@@ -108,7 +108,7 @@ void BatchStage::stage(const DonorStore& store, const std::vector<GlobalId>& don
 
 std::int64_t BatchStage::offset(GlobalId donor) const {
   const auto o = offset_[static_cast<std::size_t>(donor)];
-  if (o < 0) throw Error("", "donor " + std::to_string(donor), "internal error: donor not staged");
+  if (o < 0) throw InternalError("donor " + std::to_string(donor) + " not staged");
   return o;
 }
 

@@ -16,7 +16,7 @@ SplitScores evaluate_split(const HostMatrix<double>& distances, const std::vecto
                            std::int64_t n_train, int knn_k) {
   const auto n = static_cast<std::int64_t>(distances.extent(0));
   if (static_cast<std::int64_t>(labels.size()) != n || static_cast<std::int64_t>(distances.extent(1)) != n)
-    throw Error("", "distances", "internal error: distance matrix and labels disagree in size");
+    throw InternalError("distance matrix and labels disagree in size");
   if (n_train < 1 || n_train >= n)
     throw Error("", "split", "a split needs at least one training and one test donor");
   for (std::int64_t i = 0; i < n; ++i)

@@ -117,7 +117,7 @@ std::vector<int> cut_tree(const std::vector<Merge>& merges, std::int64_t n_leave
                 "cannot cut " + std::to_string(n_leaves) + " donors into " +
                     std::to_string(n_clusters) + " clusters");
   if (static_cast<std::int64_t>(merges.size()) != n_leaves - 1)
-    throw Error("", "merges", "internal error: a tree over n donors has n-1 merges");
+    throw InternalError("a tree over n donors has n-1 merges");
   UnionFind uf(2 * n_leaves - 1);
   for (std::int64_t i = 0; i < n_leaves - n_clusters; ++i) {
     const Merge& m = merges[static_cast<std::size_t>(i)];

@@ -13,8 +13,8 @@ namespace {
 
 void check_lengths(const std::vector<int>& a, const std::vector<int>& b) {
   if (a.size() != b.size())
-    throw Error("", "labels", "internal error: labellings of different lengths (" +
-                                  std::to_string(a.size()) + " and " + std::to_string(b.size()) + ")");
+    throw InternalError("labellings of different lengths (" + std::to_string(a.size()) + " and " +
+                        std::to_string(b.size()) + ")");
 }
 
 std::map<int, double> counts_of(const std::vector<int>& labels) {

@@ -88,7 +88,7 @@ std::vector<Split> stratified_shuffle_splits(const std::vector<int>& labels, int
   const SplitSizes sizes = split_sizes(n, train_size, test_size);
   int n_classes = 0;
   for (int l : labels) {
-    if (l < 0) throw Error("", "labels", "internal error: negative class index");
+    if (l < 0) throw InternalError("negative class index");
     n_classes = std::max(n_classes, l + 1);
   }
   std::vector<std::vector<std::int64_t>> members(static_cast<std::size_t>(n_classes));

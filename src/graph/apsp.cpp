@@ -109,7 +109,7 @@ void write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>
     for (NodeId s : sources)
       require(s >= 0 && s < g.n, "", "sources",
               "source node " + std::to_string(s) + " is not in the graph");
-    require(!comm.is_root() || file != nullptr, "", "", "internal error: rank 0 has no output file");
+    internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
   });
   if (options.precision == Precision::float32)
     write_rows_impl<float>(g, sources, options.chunk_rows, comm, file, dataset);

@@ -110,7 +110,7 @@ class PrecomputedDistances final : public DistanceProvider {
       return;
     }
     if (first_row != 0 || count != n_)
-      throw Error("", "", "internal error: precomputed distances serve own rows or all rows");
+      throw InternalError("precomputed distances serve own rows or all rows");
     // All rows: every rank contributes its block (the matrix may be asymmetric,
     // so columns are read, as TorchGW's C[:, idx]).
     DistanceBlock local(no_init("kotml::gw::own_columns"), own_.end - own_.begin, anchors.size());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "gw_kernels.hpp"
 #include "kotml/core/error.hpp"
@@ -37,7 +38,9 @@ void SampledGwOptions::validate() const {
   if (!(alpha > 0.0 && alpha <= 1.0)) fail("alpha", "must be in (0, 1], got " + std::to_string(alpha));
   if (max_iter < 1) fail("max-iter", "must be at least 1");
   if (!(tol >= 0.0)) fail("tol", "must be zero or positive");
-  if (!std::isfinite(epsilon)) fail("epsilon", "must be a finite number");
+  // TorchGW turns epsilon <= 0 into 1e-4 without a word; kotml asks for it.
+  if (!(std::isfinite(epsilon) && epsilon > 0.0))
+    fail("epsilon", "must be a positive finite number (TorchGW's fallback for epsilon <= 0 is --epsilon 1e-4)");
   if (min_iter_before_converge < 0) fail("min-iter", "must be zero or positive");
   if (s_shared < 0) fail("s-shared", "must be zero (min(N, K)) or positive");
   if (semi_relaxed && !(rho > 0.0 && std::isfinite(rho))) fail("rho", "must be positive");
@@ -85,6 +88,22 @@ void check_marginal(const std::vector<double>& w, std::int64_t n, const std::str
   if (!(total > 0.0)) throw Error("", name, "the weights sum to zero");
 }
 
+/// A plan is a transport plan only if its mass is finite and no more than the
+/// source's (rows can lose mass to the slack column, never gain it). A cost
+/// over an epsilon too small for the precision overflows the Sinkhorn's
+/// exponentials and breaks this; the result must then not be written.
+void check_plan_mass(const std::vector<double>& per_row, double p_mass, double epsilon, bool single) {
+  double mass = 0;
+  for (std::size_t i = 0; i < per_row.size(); i += 3) mass += per_row[i];
+  constexpr double slack = 0.05;  // far above the inner Sinkhorn's row tolerance
+  if (std::isfinite(mass) && mass >= 0.0 && mass <= p_mass * (1.0 + slack)) return;
+  std::ostringstream why;
+  why << "the plan is not a transport plan (mass " << mass << " for a source mass of " << p_mass
+      << "): epsilon " << epsilon << " is too small for these costs in " << (single ? "float32" : "float64")
+      << "; raise --epsilon" << (single ? " or drop --mixed-precision" : "");
+  throw Error("", "gw", why.str());
+}
+
 template <class S>
 SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const SampledGwOptions& o,
                       const dist::Comm& comm, const std::vector<double>& p_in,
@@ -130,7 +149,7 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
   }
 
   // ε schedule (TorchGW): at most a tenfold decay over max_iter.
-  const double eps0 = o.epsilon > 0 ? o.epsilon : 1e-4;
+  const double eps0 = o.epsilon;
   const double eps_final = std::max(eps0 / 10.0, std::min(5e-4, eps0));
   const double decay = std::pow(eps_final / eps0, 1.0 / std::max(1, o.max_iter));
 
@@ -214,6 +233,8 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
       }
     }
   }
+
+  check_plan_mass(per_row, p_mass, result.final_epsilon, std::is_same<S, float>::value);
 
   Kokkos::View<std::int64_t*, MemSpace> match(no_init("kotml::gw::match"), rows);
   detail::row_argmax<S>(plan, match);

@@ -1167,7 +1167,7 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
 
   AtomicFile output(path);
   {
-    h5::File file = h5::File::create(output.temporary_path());
+    h5::File file = h5::File::create(output);
     file.write_string_attribute("/", "encoding-type", "anndata");
     file.write_string_attribute("/", "encoding-version", "0.1.0");
     if (c.x_is_sparse) {

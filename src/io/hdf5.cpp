@@ -12,6 +12,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
 
 static_assert(sizeof(hid_t) == sizeof(std::int64_t), "kotml stores hid_t as int64 (HDF5 >= 1.10)");
@@ -529,6 +530,12 @@ File File::create(const std::string& path) {
   return File(id, path);
 }
 
+File File::create(const AtomicFile& output) {
+  File file = create(output.temporary_path());
+  file.path_ = output.target_path();
+  return file;
+}
+
 File::File(File&& other) noexcept : id_(other.id_), path_(std::move(other.path_)) { other.id_ = -1; }
 
 File& File::operator=(File&& other) noexcept {
@@ -594,6 +601,17 @@ bool File::is_dataset(const std::string& object) const {
   return exists(object) && object_kind(id_, object) == H5I_DATASET;
 }
 
+namespace {
+/// Error unless `dataset` is one; says what is there instead when it is not.
+void require_dataset(const File& file, const std::string& dataset) {
+  if (file.is_dataset(dataset)) return;
+  throw Error(file.path(), display(dataset),
+              file.is_group(dataset) ? "is a group where a dataset was expected"
+              : file.exists(dataset) ? "is not a dataset"
+                                     : "no such dataset");
+}
+}  // namespace
+
 std::vector<std::string> File::children(const std::string& group) const {
   if (!is_group(group)) throw Error(path_, display(group), "no such group");
   Handle g = checked(H5Gopen2(id_, group.empty() ? "/" : group.c_str(), H5P_DEFAULT), H5Gclose,
@@ -625,7 +643,7 @@ std::vector<std::string> File::children(const std::string& group) const {
 }
 
 std::vector<std::int64_t> File::shape(const std::string& dataset) const {
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   return space_dims(space.get(), path_, dataset);
@@ -634,7 +652,7 @@ std::vector<std::int64_t> File::shape(const std::string& dataset) const {
 std::int64_t File::size(const std::string& dataset) const { return element_count(shape(dataset)); }
 
 TypeInfo File::type(const std::string& dataset) const {
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle t = checked(H5Dget_type(d.get()), H5Tclose, path_, dataset, "cannot read the datatype");
   return describe_type(t.get());
@@ -645,7 +663,7 @@ TypeInfo File::type(const std::string& dataset) const {
 template <class T>
 std::vector<T> File::read(const std::string& dataset) const {
   static_assert(is_numeric_v<T>, "h5::File::read: unsupported element type");
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto n = static_cast<std::size_t>(element_count(space_dims(space.get(), path_, dataset)));
@@ -657,7 +675,7 @@ std::vector<T> File::read(const std::string& dataset) const {
 template <class T>
 std::vector<T> File::read_range(const std::string& dataset, std::int64_t begin, std::int64_t end) const {
   static_assert(is_numeric_v<T>, "h5::File::read_range: unsupported element type");
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto dims = space_dims(space.get(), path_, dataset);
@@ -682,7 +700,7 @@ template <class T>
 std::vector<T> File::read_ranges(const std::string& dataset,
                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) const {
   static_assert(is_numeric_v<T>, "h5::File::read_ranges: unsupported element type");
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto dims = space_dims(space.get(), path_, dataset);
@@ -716,7 +734,7 @@ template <class T>
 std::vector<T> File::read_row_range(const std::string& dataset, std::int64_t begin,
                                     std::int64_t end) const {
   static_assert(is_numeric_v<T>, "h5::File::read_row_range: unsupported element type");
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto dims = space_dims(space.get(), path_, dataset);
@@ -744,7 +762,7 @@ template <class T>
 std::vector<T> File::read_rows(const std::string& dataset,
                                const std::vector<std::int64_t>& rows) const {
   static_assert(is_numeric_v<T>, "h5::File::read_rows: unsupported element type");
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto dims = space_dims(space.get(), path_, dataset);
@@ -798,7 +816,7 @@ std::vector<T> File::read_rows(const std::string& dataset,
 }
 
 std::vector<std::string> File::read_strings(const std::string& dataset) const {
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto n = static_cast<std::size_t>(element_count(space_dims(space.get(), path_, dataset)));
@@ -807,7 +825,7 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
 
 std::vector<std::string> File::read_strings_range(const std::string& dataset, std::int64_t begin,
                                                   std::int64_t end) const {
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto dims = space_dims(space.get(), path_, dataset);
@@ -1040,7 +1058,7 @@ void File::create_dataset(const std::string& dataset, const std::vector<std::int
 template <class T>
 void File::write_row_range(const std::string& dataset, std::int64_t row_begin, const std::vector<T>& data) {
   static_assert(is_numeric_v<T>, "h5::File::write_row_range: unsupported element type");
-  if (!is_dataset(dataset)) throw Error(path_, display(dataset), "no such dataset");
+  require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto dims = space_dims(space.get(), path_, dataset);

@@ -48,7 +48,7 @@ Adam::Adam(AdamOptions options, std::size_t size) : options_(options), m_(size, 
 
 void Adam::step(MetricMatrix& params, const std::vector<double>& grad) {
   if (grad.size() != m_.size() || params.size() != m_.size())
-    throw Error("", "adam", "internal error: gradient and parameters differ in size");
+    throw InternalError("adam: gradient and parameters differ in size");
   ++steps_;
   const double t = static_cast<double>(steps_);
   AdamUpdate update{params.data(), grad.data(), m_.data(), v_.data(), options_.beta1, options_.beta2,

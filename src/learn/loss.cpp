@@ -8,7 +8,7 @@ namespace kotml::learn {
 
 HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha) {
   if (pair_cost.size() != triplets.pairs.size())
-    throw Error("", "triplets", "internal error: one cost per pair expected");
+    throw InternalError("triplet loss: one cost per pair expected");
   HingeLoss result;
   result.n_triplets = triplets.size();
   result.d_pair_cost.assign(pair_cost.size(), 0.0);

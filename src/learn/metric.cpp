@@ -77,13 +77,13 @@ std::vector<double> gene_loadings(const MetricMatrix& a, const std::vector<doubl
   const auto d = static_cast<std::int64_t>(a.extent(1));
   std::vector<double> loadings(static_cast<std::size_t>(n_genes * k), 0.0);
   if (feature_to_gene.empty()) {
-    if (n_genes != d) throw Error("", "gene loadings", "internal error: features are not genes");
+    if (n_genes != d) throw InternalError("gene loadings: features are not genes");
     for (std::int64_t g = 0; g < d; ++g)
       for (std::int64_t c = 0; c < k; ++c) loadings[static_cast<std::size_t>(g * k + c)] = a(static_cast<std::size_t>(c), static_cast<std::size_t>(g));
     return loadings;
   }
   if (static_cast<std::int64_t>(feature_to_gene.size()) != n_genes * d)
-    throw Error("", "gene loadings", "internal error: gene map has the wrong shape");
+    throw InternalError("gene loadings: gene map has the wrong shape");
   for (std::int64_t g = 0; g < n_genes; ++g)
     for (std::int64_t c = 0; c < k; ++c) {
       double s = 0.0;

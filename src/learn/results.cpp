@@ -7,6 +7,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/eval/pair_ot.hpp"
 #include "kotml/io/anndata.hpp"
@@ -70,7 +71,7 @@ std::vector<double> metric_loadings(const data::Cohort& cohort, const MetricMatr
 void write_results(const std::string& path, const data::Cohort& cohort, const RunRecord& run) {
   AtomicFile target(path);
   {
-    auto file = io::h5::File::create(target.temporary_path());
+    auto file = io::h5::File::create(target);
     if (run.a.size() > 0) {
       const auto k = static_cast<std::int64_t>(run.a.extent(0));
       write_matrix(file, "A", run.a);
@@ -123,8 +124,8 @@ void write_results(const std::string& path, const data::Cohort& cohort, const Ru
       file.write("metrics/n_train", n_train);
       file.write("metrics/n_test", n_test);
     }
-    if (!run.summary.is_null()) file.write_string("metrics/summary_json", run.summary.dump());
-    file.write_string_attribute("/", "config", run.config.dump());
+    if (!run.summary.is_null()) file.write_string("metrics/summary_json", json_text(run.summary));
+    file.write_string_attribute("/", "config", json_text(run.config));
     file.write_string_attribute("/", "subcommand", run.subcommand);
     file.write_string_attribute("/", "kotml_version", version_string);
     file.write_string_attribute("/", "git_hash", git_hash);

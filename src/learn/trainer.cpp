@@ -277,6 +277,24 @@ class StepEngine {
   eval::SolveReport report_;
 };
 
+/// The error for a non-finite OT cost, blaming what caused it: a metric that
+/// has left the finite numbers (a step too large), or an entropic
+/// regularisation too small for the costs (the Sinkhorn's exponentials
+/// overflow although A is finite).
+Error non_finite_cost(const MetricMatrix& a, bool exact, double epsilon) {
+  bool finite_metric = true;
+  for (std::size_t i = 0; i < a.size(); ++i) finite_metric = finite_metric && std::isfinite(a.data()[i]);
+  if (!finite_metric)
+    return Error("", "training", "the metric A holds NaN or infinite values: it diverged (try a smaller --lr)");
+  if (!exact) {
+    std::ostringstream why;
+    why << "an OT cost is not finite with a finite metric: the Sinkhorn epsilon " << epsilon
+        << " (--entropic-reg times the mean cost) is too small for these costs; raise --entropic-reg";
+    return Error("", "training", why.str());
+  }
+  return Error("", "training", "an exact OT cost is not finite with a finite metric: the projected points overflow");
+}
+
 StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet& triplets, const MetricMatrix& a,
                            const dist::Comm& comm, const PairOwners* owners, bool want_gradient,
                            double fixed_epsilon) {
@@ -408,7 +426,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
                        target_gradient);
     }
     for (double c : my_costs)
-      if (!std::isfinite(c)) throw Error("", "training", "an OT cost is not finite: the metric diverged (try a smaller --lr)");
+      if (!std::isfinite(c)) throw non_finite_cost(a, exact, epsilon);
   });
 
   // Every rank gets every pair's cost, by pair id.

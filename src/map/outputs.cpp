@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kotml/core/atomic_file.hpp"
+#include "kotml/core/json_text.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/io/hdf5.hpp"
 
@@ -115,7 +116,7 @@ void write_map_h5(const std::string& path, const MapInput& query, const MapInput
   file.write("/potentials/errors", result.report.errors);
   file.write("/transfer/label", result.transfer_label);
   file.write("/transfer/score", result.transfer_score);
-  file.write_string_attribute("/", "configuration", configuration.dump());
+  file.write_string_attribute("/", "configuration", json_text(configuration));
   file.write_string_attribute("/", "kotml_version",
                               std::string(kotml::version_string) + " (git " + kotml::git_hash + ")");
   file.write_string_attribute("/", "convention",
@@ -205,7 +206,7 @@ void write_map_outputs(const std::string& dir, const MapInput& query, const MapI
   std::vector<std::unique_ptr<AtomicFile>> pending;
   text_file(dir, "mapping.csv", reference_by_query_csv(query, reference, result.mapping.mean), pending);
   text_file(dir, "distance.csv", reference_by_query_csv(query, reference, result.distance), pending);
-  text_file(dir, "similar_clusters.json", similar_clusters_json(query, reference, result, similar).dump(1) + "\n",
+  text_file(dir, "similar_clusters.json", json_text(similar_clusters_json(query, reference, result, similar), 1) + "\n",
             pending);
   pending.push_back(std::make_unique<AtomicFile>(dir + "/map.h5"));
   write_map_h5(pending.back()->temporary_path(), query, reference, pre, result, configuration);

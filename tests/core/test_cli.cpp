@@ -2,6 +2,13 @@
 // exit code 2 for anything the user got wrong.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "support/cli_runner.hpp"
 
@@ -54,4 +61,80 @@ TEST(Cli, UnknownSubcommandOnThreeRanksPrintsOnce) {
   const auto r = run_kotml({"frobnicate"}, 3);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.error_lines().size(), 1u) << r.err;
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// No subcommand writes over one of its inputs, whatever path names it, or over
+// a device, and each says so in one line before any work (issue: outputs onto
+// inputs destroyed the input).
+TEST(Cli, NoSubcommandWritesOverItsInputOrASpecialFile) {
+  kotml::test::TempDir dir;
+  const auto input = dir.file("in.h5ad");
+  ASSERT_EQ(run_kotml({"simulate", "--kind", "toy2d", "-o", input, "--seed", "3"}).exit_code, 0);
+  std::filesystem::create_directory(dir.file("sub"));
+  std::filesystem::create_hard_link(input, dir.file("hard.h5ad"));
+  std::filesystem::create_symlink(input, dir.file("soft.h5ad"));
+  const auto dotted = dir.file("sub/../in.h5ad");
+  const auto before = file_bytes(input);
+  ASSERT_FALSE(before.empty());
+  const std::vector<std::vector<std::string>> cases = {
+      {"prep", input, "-o", dotted},
+      {"knn-graph", input, "-o", input},
+      {"knn-graph", input, "-o", dir.file("soft.h5ad")},
+      {"apsp", input, "-o", dir.file("hard.h5ad")},
+      {"gw", input, "--target", input, "-o", dotted},
+      {"distances", input, "--metric", "euclidean", "-o", input},
+      {"train", input, "--out", dir.file("run"), "--checkpoint", input},
+      {"train", input, "--out", dir.file("run"), "--write-h5ad", dir.file("hard.h5ad")},
+      {"train-test", input, "--out", dir.file("run"), "--write-h5ad", dotted},
+      {"ot", "--source", input, "--target", input, "--plan", dotted},
+  };
+  for (const auto& args : cases) {
+    const auto r = run_kotml(args);
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << line << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << line << r.err;
+    EXPECT_NE(r.err.find("is the input"), std::string::npos) << line << r.err;
+    EXPECT_EQ(file_bytes(input), before) << line;
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"simulate", "--kind", "toy2d", "-o", "/dev/null"},
+           {"knn-graph", input, "-o", "/dev/null"},
+           {"ot", "--source", input, "--target", input, "--plan", "/dev/null"},
+           {"apsp", input, "-o", dir.file("sub")}}) {
+    const auto r = run_kotml(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  }
+  struct stat devnull {};
+  ASSERT_EQ(::stat("/dev/null", &devnull), 0);
+  EXPECT_TRUE(S_ISCHR(devnull.st_mode));
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("sub")));
+  // A missing output folder of a single-file output is found before any work.
+  const auto r = run_kotml({"knn-graph", input, "-o", dir.file("nowhere/graph.h5")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run")));  // refused before the folder was made
+}
+
+// A path that is not UTF-8 is recorded in the output's JSON configuration with
+// U+FFFD in place of the bad bytes, instead of failing when the JSON is written.
+TEST(Cli, InputPathThatIsNotUtf8IsRecordedInTheOutput) {
+  kotml::test::TempDir dir;
+  const auto input = dir.file("cells-\xff\xfe.h5ad");
+  ASSERT_EQ(run_kotml({"simulate", "--kind", "toy2d", "-o", input, "--seed", "3"}).exit_code, 0);
+  const auto output = dir.file("graph.h5");
+  const auto r = run_kotml({"knn-graph", input, "-o", output, "--k", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(file_bytes(output).find("cells-\xef\xbf\xbd\xef\xbf\xbd.h5ad"), std::string::npos);  // in kotml_config
 }

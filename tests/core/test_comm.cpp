@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <new>
+#include <stdexcept>
+
 #include "kotml/dist/comm.hpp"
 
 using kotml::dist::Comm;
@@ -42,6 +45,43 @@ TEST(Comm, PhaseCatchesErrorsAndAgrees) {
   }),
                kotml::dist::CollectiveError);
   EXPECT_NO_THROW(comm.phase([] {}));
+}
+
+// A bug found on one rank is a bug on every rank (exit 3), an exhausted memory
+// is a user-facing error (exit 2), and a user error stays one; the kind crosses
+// ranks with the message.
+TEST(Comm, PhaseTellsBugsFromUserErrorsOnEveryRank) {
+  Comm comm;
+  const int last = comm.size() - 1;
+  auto failure_from = [&](auto&& throw_on_last_rank) {
+    try {
+      comm.phase([&] {
+        if (comm.rank() == last) throw_on_last_rank();
+      });
+    } catch (const kotml::dist::CollectiveError& e) {
+      return kotml::Error(e);
+    }
+    ADD_FAILURE() << "the phase did not fail";
+    return kotml::Error("", "", "");
+  };
+
+  const auto bug = failure_from([] { kotml::internal_check(1 + 1 == 3, "arithmetic broke"); });
+  EXPECT_TRUE(bug.is_internal());
+  EXPECT_EQ(bug.reason(), "arithmetic broke");
+
+  const auto stray = failure_from([] { throw std::out_of_range("vector::_M_range_check"); });
+  EXPECT_TRUE(stray.is_internal());
+  EXPECT_EQ(stray.reason(), "vector::_M_range_check");
+
+  const auto memory = failure_from([] { throw std::bad_alloc(); });
+  EXPECT_FALSE(memory.is_internal());
+  EXPECT_NE(memory.reason().find("out of memory"), std::string::npos) << memory.reason();
+
+  const auto user = failure_from([] { throw kotml::Error("in.h5ad", "obs/y", "no such column"); });
+  EXPECT_FALSE(user.is_internal());
+  EXPECT_EQ(user.file(), "in.h5ad");
+  EXPECT_EQ(user.element(), "obs/y");
+  EXPECT_EQ(user.reason(), "no such column");
 }
 
 TEST(Comm, BroadcastsAndGathers) {

@@ -117,6 +117,9 @@ TEST(GraphCli, BadInputIsOneLineAndExitTwo) {
   }
   expect_one_error_line(run_kotml({"apsp", dir.file("neg.h5"), "-o", dir.file("d.h5")}, 2),
                         "finite and non-negative");
+  // A --group that is not there is named (not the point dataset x).
+  expect_one_error_line(run_kotml({"apsp", dir.file("neg.h5"), "-o", dir.file("d.h5"), "--group", "nope"}),
+                        "nope: no graph here");
   expect_one_error_line(run_kotml({"apsp", dir.file("four.h5"), "--k", "2", "-o", dir.file("d.h5"),
                                    "--precision", "float16"}),
                         "--precision");

@@ -163,6 +163,13 @@ TEST(GwCli, BadInputIsOneLineAndExitTwo) {
   expect_one_error_line(run_kotml({"gw", pair, "-o", out, "--k", "2", "--mode", "geodesic"}), "--mode");
   expect_one_error_line(run_kotml({"gw", pair, "-o", out, "--k", "2", "--M", "0"}), "--M");
   expect_one_error_line(run_kotml({"gw", pair, "-o", out, "--k", "2", "--target-dataset", "z"}), "z");
+  // TorchGW's silent fallback (epsilon <= 0 -> 1e-4) is asked for, not taken.
+  expect_one_error_line(run_kotml({"gw", pair, "-o", out, "--k", "2", "--epsilon", "0"}), "--epsilon");
+  // An epsilon far below the costs overflows the Sinkhorn: no plan is written
+  // (it summed to 74 before), on every rank.
+  expect_one_error_line(run_kotml({"gw", pair, "-o", out, "--k", "2", "--epsilon", "1e-300"}, 2),
+                        "not a transport plan");
+  EXPECT_FALSE(kotml::test::file_exists(out));
   const auto nan = write("nan.h5", [&](io::h5::File& f) {
     auto bad = sq;
     bad[3] = std::nan("");

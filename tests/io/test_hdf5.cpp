@@ -241,6 +241,7 @@ TEST(Hdf5, ErrorsNameFileAndElement) {
   {
     File f = File::create(path);
     f.write<double>("d", {1, 2}, {2});
+    f.write<double>("g/inner", {1}, {1});
     EXPECT_THROW(f.write<double>("bad", {1, 2, 3}, {2}), Error);
     f.close();
   }
@@ -254,6 +255,13 @@ TEST(Hdf5, ErrorsNameFileAndElement) {
     EXPECT_EQ(std::string(e.what()), path + ": missing/thing: no such dataset");
   }
   EXPECT_FALSE(f.exists("bad"));
+  // A group where a dataset should be is called that, not "missing".
+  try {
+    f.read<double>("g");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": g: is a group where a dataset was expected");
+  }
 }
 
 TEST(Hdf5, MovedFileKeepsOneOwner) {

@@ -179,6 +179,11 @@ TEST(LearnCli, BadInputIsOneLineExitTwo) {
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "3"}, 2), "--n-comps");
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--reg", "-1"}), "--reg");
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--entropic-reg", "-0.5"}), "--entropic-reg");
+  // A finite metric with an epsilon that underflows the Sinkhorn blames the
+  // epsilon, not the learning rate (both read "metric diverged" before).
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2",
+                              "--epochs", "1", "--entropic-reg", "1e-300"}, 2),
+                   "raise --entropic-reg");
   expect_one_error(run_kotml({"test", toy_file(), "--n-cells", "all", "--metric", "learned"}), "--model");
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--restart"}), "no checkpoint");
   EXPECT_FALSE(std::filesystem::exists(out.file("results.h5")));

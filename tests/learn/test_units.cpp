@@ -2,6 +2,7 @@
 // triplets, hinge loss, regulariser, Adam, stratified batches, checkpoints.
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <nlohmann/json.hpp>
 
@@ -215,10 +216,12 @@ TEST(LearnCheckpoint, RoundTripAndRejectsOtherFiles) {
   c.adam_m.assign(8, 0.25);
   c.adam_v.assign(8, 0.5);
   learn::EpochRecord r;
-  r.epoch = 1;
   r.loss = 0.75;
   r.seconds = 0.01;
-  c.history = {r, r};
+  for (std::int64_t e = 1; e <= 3; ++e) {
+    r.epoch = e;
+    c.history.push_back(r);
+  }
   c.warm.first = {0, 2};
   c.warm.second = {1, 3};
   c.warm.offset = {0, 3, 5};
@@ -233,11 +236,88 @@ TEST(LearnCheckpoint, RoundTripAndRejectsOtherFiles) {
   EXPECT_EQ(back.adam_v, c.adam_v);
   EXPECT_EQ(back.warm.basis, c.warm.basis);
   EXPECT_EQ(back.warm.offset, c.warm.offset);
-  ASSERT_EQ(back.history.size(), 2u);
+  ASSERT_EQ(back.history.size(), 3u);
+  EXPECT_EQ(back.history[2].epoch, 3);
   EXPECT_EQ(back.history[1].loss, 0.75);
   for (std::size_t i = 0; i < c.a.size(); ++i) EXPECT_EQ(back.a.data()[i], c.a.data()[i]);
   // Not a checkpoint: a clear error.
   std::ofstream(dir.file("text.h5")) << "not hdf5";
   EXPECT_THROW(learn::read_checkpoint(dir.file("text.h5")), Error);
   EXPECT_THROW(learn::read_checkpoint(dir.file("missing.h5")), Error);
+}
+
+namespace {
+
+/// Overwrites one int64 scalar of an HDF5 file in place, as an editor would.
+void overwrite_int64(const std::string& path, const char* dataset, std::int64_t value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t d = H5Dopen2(file, dataset, H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  EXPECT_GE(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), 0);
+  H5Dclose(d);
+  H5Fclose(file);
+}
+
+std::string checkpoint_error(const std::string& path) {
+  try {
+    learn::read_checkpoint(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+// A checkpoint edited by hand (epochs_done 999 or -5 were taken before, with a
+// wrong A) is refused by its checksum; one whose fields contradict each other
+// is refused whatever its checksum says.
+TEST(LearnCheckpoint, RefusesEditedAndInconsistentCheckpoints) {
+  test::TempDir dir;
+  learn::Checkpoint c;
+  c.fingerprint = "n_comps=1;seed=3";
+  c.seed = 3;
+  c.a = learn::initial_metric(1, 2, 3);
+  c.adam_m.assign(2, 0.0);
+  c.adam_v.assign(2, 0.0);
+  c.warm.offset = {0};
+  learn::EpochRecord r;
+  r.epoch = 1;
+  c.history = {r};
+  c.epochs_done = 1;
+  c.adam_steps = 1;
+  const auto path = dir.file("ckpt.h5");
+  learn::write_checkpoint(path, c);
+  EXPECT_EQ(checkpoint_error(path), "accepted");
+  for (const std::int64_t edited : {std::int64_t{999}, std::int64_t{-5}, std::int64_t{0}}) {
+    learn::write_checkpoint(path, c);
+    overwrite_int64(path, "progress/epochs_done", edited);
+    const auto why = checkpoint_error(path);
+    EXPECT_TRUE(why.find("checksum") != std::string::npos || why.find("epochs") != std::string::npos) << why;
+  }
+  learn::write_checkpoint(path, c);
+  overwrite_int64(path, "adam/step", 7);
+  EXPECT_NE(checkpoint_error(path).find("checksum"), std::string::npos);
+
+  auto fields = [&](auto&& change) {
+    learn::Checkpoint bad = c;
+    bad.a = learn::initial_metric(1, 2, 3);
+    change(bad);
+    learn::write_checkpoint(path, bad);
+    return checkpoint_error(path);
+  };
+  EXPECT_NE(fields([](learn::Checkpoint& b) { b.epochs_done = -5; }).find("negative"), std::string::npos);
+  EXPECT_NE(fields([](learn::Checkpoint& b) { b.epochs_done = 999; }).find("epochs_done = 999"), std::string::npos);
+  EXPECT_NE(fields([](learn::Checkpoint& b) { b.history[0].epoch = 4; }).find("history/epoch"), std::string::npos);
+  EXPECT_NE(fields([](learn::Checkpoint& b) { b.a.data()[1] = std::nan(""); }).find("A: holds NaN"),
+            std::string::npos);
+  EXPECT_NE(fields([](learn::Checkpoint& b) { b.adam_v[0] = -1.0; }).find("negative"), std::string::npos);
+  EXPECT_NE(fields([](learn::Checkpoint& b) {
+              b.warm.first = {0};
+              b.warm.second = {1};
+              b.warm.offset = {0, 4};
+              b.warm.basis = {1, 2};
+            }).find("inconsistent"),
+            std::string::npos);
 }

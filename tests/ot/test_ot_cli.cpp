@@ -290,6 +290,20 @@ TEST(OtCli, NumericalFailureAndOutputsOntoInputsAreErrors) {
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--plan", dir.path()},
                    "not a regular file");
   expect_one_error({"ot", "--input", dir.file("in.h5"), "-o", out}, "sinkhorn only", out);
+  // Finite weights whose sum overflows float64 (1e308 each): where only their
+  // proportions count (EMD, balanced Sinkhorn) the problem is the uniform one,
+  // not "infeasible"; where their mass counts (unbalanced) it is refused.
+  Problem huge;
+  huge.a.assign(static_cast<std::size_t>(huge.n), 1e308);
+  write_input(dir.file("huge.h5"), huge);
+  for (const std::string solver : {"emd", "sinkhorn"}) {
+    const auto scaled = parse(run_kotml({"ot", "--input", dir.file("huge.h5"), "--solver", solver}));
+    const auto plain = parse(run_kotml({"ot", "--input", dir.file("in.h5"), "--solver", solver}));
+    EXPECT_EQ(scaled["status"], "optimal") << solver;
+    EXPECT_EQ(scaled["cost"], plain["cost"]) << solver;
+  }
+  expect_one_error({"ot", "--input", dir.file("huge.h5"), "--solver", "sinkhorn", "--tau-a", "0.5", "-o", out},
+                   "2^100", out);
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--cost-memory", "0"},
                    "--cost-memory");
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--updates", "jacobi"}, "--updates");

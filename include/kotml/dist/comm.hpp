@@ -18,11 +18,17 @@
 namespace kotml::dist {
 
 /// An Error known to every rank at once (thrown by Comm::agree). The CLI prints
-/// it once, from rank 0, and every rank exits with code 2.
+/// it once, from rank 0, and every rank exits with code 2 (a user error) or 3
+/// (a bug in kotml).
 class CollectiveError : public Error {
  public:
-  explicit CollectiveError(const Error& e) : Error(e.file(), e.element(), e.reason()) {}
+  explicit CollectiveError(const Error& e) : Error(e) {}
 };
+
+/// What a phase's body threw, as an Error to agree on: Errors as they are, an
+/// exhausted memory as a user-facing Error (the remedy is a smaller problem or
+/// more ranks), anything else as a bug.
+Error failure_of_current_exception();
 
 class Comm {
  public:
@@ -39,8 +45,9 @@ class Comm {
   /// carrying the failure of the lowest failing rank; otherwise returns.
   void agree(const std::optional<Error>& local_failure) const;
 
-  /// Collective. Runs body on every rank; an Error (or other exception) it throws
-  /// is held back until all ranks have finished the body, then agreed on.
+  /// Collective. Runs body on every rank; an exception it throws is held back
+  /// until all ranks have finished the body, then agreed on (see
+  /// failure_of_current_exception for how it is classified).
   template <class Body>
   void phase(Body&& body) const {
     std::optional<Error> failure;
@@ -48,10 +55,8 @@ class Comm {
       body();
     } catch (const CollectiveError&) {
       throw;  // already agreed on by every rank
-    } catch (const Error& e) {
-      failure = e;
-    } catch (const std::exception& e) {
-      failure = Error("", "", std::string("internal error: ") + e.what());
+    } catch (...) {
+      failure = failure_of_current_exception();
     }
     agree(failure);
   }

@@ -17,6 +17,10 @@
 #include <utility>
 #include <vector>
 
+namespace kotml {
+class AtomicFile;
+}
+
 namespace kotml::io::h5 {
 
 /// The element types read<T>/write<T> accept. HDF5 converts between any of them
@@ -56,6 +60,9 @@ class File {
   /// Creates (truncates) a file. Outputs go through AtomicFile: pass its
   /// temporary_path() here and commit() after close().
   static File create(const std::string& path);
+  /// Creates output's temporary; errors name output's target, the file the user
+  /// asked for. commit() output after close().
+  static File create(const AtomicFile& output);
 
   File(File&& other) noexcept;
   File& operator=(File&& other) noexcept;
