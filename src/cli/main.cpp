@@ -15,6 +15,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -106,6 +107,18 @@ void print_general_help(const std::vector<Subcommand>& subcommands) {
 void store_config_file(const std::string& path, const Subcommand& sub,
                        const po::options_description& desc,
                        const std::vector<Subcommand>& subcommands, po::variables_map& vm) {
+  // An options file is small and regular: a directory used to read as an
+  // empty file, and /dev/zero as an endless one.
+  constexpr std::uintmax_t largest_config = 1 << 20;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error(path, "", "no such configuration file");
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(path, "", "the configuration file is not a regular file (a directory, device or FIFO)");
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > largest_config)
+    throw Error(path, "", "the configuration file has " + std::to_string(bytes) +
+                              " bytes; an INI file of options is at most 1 MiB");
   std::ifstream in(path);
   if (!in) throw Error(path, "", "cannot open the configuration file");
   po::parsed_options raw(&desc);
@@ -128,6 +141,8 @@ void store_config_file(const std::string& path, const Subcommand& sub,
       }
       key = key.substr(dot + 1);
     }
+    if (key == "config")
+      throw Error(path, option.string_key, "a configuration file cannot name another one");
     if (!desc.find_nothrow(key, false))
       throw Error(path, key, "unknown option for 'kotml " + sub.name + "'");
     option.string_key = key;

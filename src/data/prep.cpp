@@ -86,6 +86,11 @@ PrepReport run_prep(const PrepOptions& o) {
   report.n_vars = x.cols;
   const auto gene_names = reader.var_names();
   stage("read " + element);
+  // Said here, before any step would fail on it with a cause of its own.
+  if (x.rows < 2 || x.cols < 1)
+    throw Error(o.input, element,
+                "has " + std::to_string(x.rows) + " cells and " + std::to_string(x.cols) +
+                    " genes; prep needs at least 2 cells and 1 gene");
 
   const ValueCheck check = check_values(x);
   if (check.non_finite > 0)

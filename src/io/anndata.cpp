@@ -350,6 +350,13 @@ Column AnnDataReader::State::decode(const std::string& frame, const std::string&
       column.kind = ColumnKind::numeric;
       column.dtype = type.dtype;
       column.numbers = file.read<double>(element);
+      // NaN is pandas' missing value in a float column: a missing label, not
+      // the label "nan".
+      if (type.is_float && std::any_of(column.numbers.begin(), column.numbers.end(),
+                                       [](double v) { return std::isnan(v); })) {
+        column.missing.resize(column.numbers.size());
+        for (std::size_t i = 0; i < column.numbers.size(); ++i) column.missing[i] = std::isnan(column.numbers[i]);
+      }
     } else {
       throw Error(path(), element, "column of " + type.dtype + " values is not supported");
     }

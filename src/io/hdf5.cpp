@@ -487,6 +487,9 @@ void check_openable(const std::string& path) {
   if (!std::filesystem::exists(status))
     throw Error(path, "", "no such file");
   if (std::filesystem::is_directory(status)) throw Error(path, "", "is a directory, not a file");
+  // Reading a FIFO would block, and a device may never end.
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(path, "", "is not a regular file (a device, FIFO or socket)");
   if (::access(path.c_str(), R_OK) != 0)
     throw Error(path, "", std::string("cannot read: ") + std::strerror(errno));
   if (!has_hdf5_signature(path))

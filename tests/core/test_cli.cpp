@@ -138,3 +138,30 @@ TEST(Cli, InputPathThatIsNotUtf8IsRecordedInTheOutput) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(file_bytes(output).find("cells-\xef\xbf\xbd\xef\xbf\xbd.h5ad"), std::string::npos);  // in kotml_config
 }
+
+// Options files and inputs that are not regular files: refused at once, with
+// one line, rather than read as empty (a directory), read forever (/dev/zero),
+// blocked on (a FIFO), or silently ignored (a nested config key).
+TEST(Cli, ConfigurationAndInputsMustBeRegularFiles) {
+  kotml::test::TempDir dir;
+  auto expect_error = [](const std::vector<std::string>& args, const std::string& fragment) {
+    const auto r = run_kotml(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.error_lines()[0].find(fragment), std::string::npos) << r.error_lines()[0];
+  };
+  expect_error({"info", "x.h5", "--config", dir.path()}, "not a regular file");
+  expect_error({"info", "x.h5", "--config", "/dev/zero"}, "not a regular file");
+  {
+    std::ofstream ini(dir.file("nested.ini"));
+    ini << "config = other.ini\n";
+  }
+  expect_error({"info", "x.h5", "--config", dir.file("nested.ini")}, "cannot name another");
+  {
+    std::ofstream big(dir.file("big.ini"));
+    big << "# " << std::string(2 << 20, 'x') << "\n";
+  }
+  expect_error({"info", "x.h5", "--config", dir.file("big.ini")}, "at most 1 MiB");
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  expect_error({"info", dir.file("fifo")}, "not a regular file");
+}

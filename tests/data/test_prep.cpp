@@ -347,4 +347,18 @@ TEST(Prep, RejectsImpossibleRequestsAndBadValues) {
     EXPECT_EQ(e.element(), "X");
     EXPECT_NE(std::string(e.what()).find("NaN"), std::string::npos);
   }
+
+  // No cells: said as such (it blamed the HVG cutoffs before).
+  io::AnnDataContent empty;
+  empty.n_obs = 0;
+  empty.n_vars = 2;
+  io::write_anndata(dir.file("empty.h5ad"), empty);
+  o.input = dir.file("empty.h5ad");
+  try {
+    run_prep(o);
+    FAIL() << "no error for 0 cells";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 0 cells"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(test::file_exists(o.output));
 }

@@ -300,3 +300,16 @@ TEST(AnnDataWrite, WritesFileForPythonCheck) {
     expect_round_trip(path, sample_content(sparse));
   }
 }
+
+// NaN in a float obs column is pandas' missing value: it reads as missing
+// (so a cohort reports cells without a label), never as the label "nan".
+TEST(AnnDataWrite, NanInAFloatColumnReadsAsMissing) {
+  TempDir dir;
+  AnnDataContent c = sample_content(false);
+  c.obs_columns = {numeric("group", ColumnKind::numeric, {1.5, std::nan(""), 2, 1.5, 2})};
+  kotml::io::write_anndata(dir.file("nan.h5ad"), c);
+  const auto group = AnnDataReader(dir.file("nan.h5ad")).obs("group");
+  EXPECT_FALSE(group.is_missing(0));
+  EXPECT_TRUE(group.is_missing(1));
+  EXPECT_EQ(group.as_strings(), (std::vector<std::string>{"1.5", "", "2.0", "1.5", "2.0"}));  // as pandas prints floats
+}
