@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kotml/core/atomic_file.hpp"
@@ -20,6 +21,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/narrowing.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/dist/exact_sum.hpp"
@@ -246,6 +248,11 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   Problem p;
   comm.phase([&] { p = read_problem(vm, true, comm); });
   comm.phase([&] { settle_weights(p, options.balanced() ? WeightMass::normalised : WeightMass::kept, comm); });
+  if (std::is_same<T, float>::value)
+    comm.phase([&] {
+      for (const Side* s : {&p.x, &p.y})
+        require_float32_range(s->points, s->file, s->element, "use --precision double, or rescale the points");
+    });
   if (!plan_path.empty() && p.x.total * p.y.total > largest_written_plan)
     throw Error::option("plan", "the plan would have " + std::to_string(p.x.total * p.y.total) +
                                     " entries; --plan writes plans of up to " + std::to_string(largest_written_plan) +

@@ -298,6 +298,29 @@ bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_s
   return done;
 }
 
+template <class T>
+const char* numpy_name() {
+  if constexpr (std::is_same_v<T, float>) return "float32";
+  else if constexpr (std::is_same_v<T, double>) return "float64";
+  else if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
+  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
+  else return "uint64";
+}
+
+/// Counts the values HDF5's conversion finds outside the target type's range
+/// (1e40 read as float32 would otherwise arrive as inf, and be reported as
+/// "NaN or infinite" although the file holds a finite number).
+H5T_conv_ret_t count_out_of_range(H5T_conv_except_t exception, hid_t, hid_t, void*, void*, void* counter) {
+  if (exception == H5T_CONV_EXCEPT_RANGE_HI || exception == H5T_CONV_EXCEPT_RANGE_LOW)
+    ++*static_cast<std::size_t*>(counter);
+  return H5T_CONV_UNHANDLED;
+}
+
 /// Reads n numbers from a dataset selection (or a whole attribute) into out,
 /// converting from any integer, float or enum storage.
 template <class T>
@@ -310,10 +333,21 @@ void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space
       read_widening(object, type.get(), mem_space, file_space, out, n, path, element))
     return;
   if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
-    const herr_t status = source == Source::dataset
-                              ? H5Dread(object, native_type<T>(), mem_space, file_space, H5P_DEFAULT, out)
-                              : H5Aread(object, native_type<T>(), out);
+    std::size_t out_of_range = 0;
+    herr_t status = -1;
+    if (source == Source::dataset) {
+      Handle transfer = checked(H5Pcreate(H5P_DATASET_XFER), H5Pclose, path, element,
+                                "cannot make a transfer property list");
+      H5Pset_type_conv_cb(transfer.get(), count_out_of_range, &out_of_range);
+      status = H5Dread(object, native_type<T>(), mem_space, file_space, transfer.get(), out);
+    } else {
+      status = H5Aread(object, native_type<T>(), out);
+    }
     if (status < 0) fail(path, element, "cannot read the values");
+    if (out_of_range > 0)
+      throw Error(path, display(element),
+                  std::to_string(out_of_range) + " value(s) of type " + describe_type(type.get()).dtype +
+                      " overflow on conversion to " + numpy_name<T>() + " (they are finite in the file)");
     return;
   }
   if (cls == H5T_ENUM) {

@@ -242,6 +242,7 @@ TEST(Hdf5, ErrorsNameFileAndElement) {
     File f = File::create(path);
     f.write<double>("d", {1, 2}, {2});
     f.write<double>("g/inner", {1}, {1});
+    f.write<double>("wide", {1.0, 1e40, -1e150, 2.0}, {4});
     EXPECT_THROW(f.write<double>("bad", {1, 2, 3}, {2}), Error);
     f.close();
   }
@@ -262,6 +263,16 @@ TEST(Hdf5, ErrorsNameFileAndElement) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), path + ": g: is a group where a dataset was expected");
   }
+  // Finite float64 values beyond float32: an overflow on conversion, not "NaN
+  // or infinite" later; as float64 they read as they are.
+  try {
+    f.read<float>("wide");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": wide: 2 value(s) of type float64 overflow on conversion to float32 (they are finite in the file)");
+  }
+  EXPECT_EQ(f.read<double>("wide")[1], 1e40);
 }
 
 TEST(Hdf5, MovedFileKeepsOneOwner) {

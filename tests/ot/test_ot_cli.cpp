@@ -304,6 +304,18 @@ TEST(OtCli, NumericalFailureAndOutputsOntoInputsAreErrors) {
   }
   expect_one_error({"ot", "--input", dir.file("huge.h5"), "--solver", "sinkhorn", "--tau-a", "0.5", "-o", out},
                    "2^100", out);
+  // Coordinates that float32 cannot hold are named with the remedy, not
+  // turned into inf or 0 (cosine 1.0 where float64 gives the right answer).
+  for (const double scale : {1e40, 1e-300}) {
+    Problem scaled;
+    for (double& v : scaled.x) v *= scale;
+    write_input(dir.file("scaled.h5"), scaled, false);
+    expect_one_error({"ot", "--input", dir.file("scaled.h5"), "--solver", "sinkhorn", "--precision", "float",
+                      "--cost", "cosine", "-o", out},
+                     scale > 1 ? "overflow on conversion to float32" : "underflow on conversion to float32", out);
+    const auto fine = run_kotml({"ot", "--input", dir.file("scaled.h5"), "--solver", "sinkhorn", "--cost", "cosine"});
+    EXPECT_EQ(fine.exit_code, 0) << fine.err;
+  }
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--cost-memory", "0"},
                    "--cost-memory");
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--updates", "jacobi"}, "--updates");
