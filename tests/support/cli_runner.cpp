@@ -3,12 +3,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace kotml::test {
 namespace {
@@ -42,28 +44,88 @@ std::vector<std::string> CliResult::error_lines() const {
   return lines;
 }
 
-CliResult run_kotml(const std::vector<std::string>& args, int ranks) {
-  TempDir scratch;
+namespace {
+
+/// The shell command that runs kotml with its output redirected.
+std::string kotml_command(const std::vector<std::string>& args, int ranks, const std::string& out_path,
+                          const std::string& err_path) {
   std::string command;
   if (ranks > 0) {
-    command = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ") +
+    command = std::string("env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ") +
               KOTML_MPIEXEC + " -n " + std::to_string(ranks) + " " + KOTML_MPIEXEC_PREFLAGS + " ";
   }
   command += shell_quote(KOTML_EXECUTABLE);
   for (const auto& a : args) command += " " + shell_quote(a);
+  return command + " >" + shell_quote(out_path) + " 2>" + shell_quote(err_path) + " </dev/null";
+}
+
+// A child of an MPI test must not inherit the parent's MPI launch environment.
+const char* const inherited_mpi_variables[] = {
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",        "PMIX_NAMESPACE",
+    "OMPI_MCA_ess",         "OMPI_MCA_orte_ess_num_procs", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+    "PMIX_SERVER_URI2",     "PMIX_SERVER_URI21",    "OMPI_MCA_orte_hnp_uri"};
+
+int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+}  // namespace
+
+CliResult run_kotml(const std::vector<std::string>& args, int ranks) {
+  TempDir scratch;
   const std::string out_path = scratch.file("stdout"), err_path = scratch.file("stderr");
-  command += " >" + shell_quote(out_path) + " 2>" + shell_quote(err_path) + " </dev/null";
-  // A child of an MPI test must not inherit the parent's MPI launch environment.
-  const std::string clean_env =
-      "env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMIX_NAMESPACE "
-      "-u OMPI_MCA_ess -u OMPI_MCA_orte_ess_num_procs -u PMIX_SERVER_URI4 -u PMIX_SERVER_URI3 "
-      "-u PMIX_SERVER_URI2 -u PMIX_SERVER_URI21 -u OMPI_MCA_orte_hnp_uri ";
-  const int status = std::system((clean_env + "sh -c " + shell_quote(command)).c_str());
+  std::string clean_env = "env";
+  for (const char* name : inherited_mpi_variables) clean_env += std::string(" -u ") + name;
+  const int status =
+      std::system((clean_env + " sh -c " + shell_quote(kotml_command(args, ranks, out_path, err_path))).c_str());
   CliResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = exit_code_of(status);
   result.out = slurp(out_path);
   result.err = slurp(err_path);
   return result;
+}
+
+int start_kotml(const std::vector<std::string>& args, int ranks, const std::string& out_path,
+                const std::string& err_path) {
+  const std::string command = "exec " + kotml_command(args, ranks, out_path, err_path);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    for (const char* name : inherited_mpi_variables) ::unsetenv(name);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_for(int pid, double timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return exit_code_of(status);
+    if (done < 0) return -1;
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::vector<int> children_of(int parent) {
+  std::vector<int> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...: comm may hold spaces, so parse after the last ')'.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') children.push_back(std::stoi(name));
+  }
+  return children;
 }
 
 TempDir::TempDir() {

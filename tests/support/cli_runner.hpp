@@ -20,6 +20,19 @@ struct CliResult {
 /// Only call from rank 0 of a test (or from a non-MPI test).
 CliResult run_kotml(const std::vector<std::string>& args, int ranks = 0);
 
+/// Starts `kotml args...` in the background (under mpiexec with ranks > 0),
+/// stdout and stderr into the given files; returns the pid of kotml itself, or
+/// of mpiexec. For fault tests: end it with kill() and wait_for().
+int start_kotml(const std::vector<std::string>& args, int ranks, const std::string& out_path,
+                const std::string& err_path);
+
+/// Waits up to timeout_seconds for a started process; its exit code (128 +
+/// signal when killed), or -1 when it is still running at the timeout.
+int wait_for(int pid, double timeout_seconds);
+
+/// The pids of the running processes whose parent is `parent`.
+std::vector<int> children_of(int parent);
+
 /// A fresh directory under the system temporary folder, removed on destruction.
 class TempDir {
  public:
