@@ -333,32 +333,33 @@ TEST(Prep, RejectsImpossibleRequestsAndBadValues) {
   o.pca.n_comps = 60;
   EXPECT_THROW(run_prep(o), Error);
 
+  // The error prep gives for a file of this content.
+  auto error_for = [&](const io::AnnDataContent& content, const std::string& name) -> Error {
+    io::write_anndata(dir.file(name), content);
+    o.input = dir.file(name);
+    try {
+      run_prep(o);
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for " << name;
+    return Error("", "", "");
+  };
+
   // NaN in X.
   io::AnnDataContent bad;
   bad.n_obs = 3;
   bad.n_vars = 2;
   bad.x_dense = {1, 2, 3, std::numeric_limits<float>::quiet_NaN(), 5, 6};
-  io::write_anndata(dir.file("nan.h5ad"), bad);
-  o.input = dir.file("nan.h5ad");
-  try {
-    run_prep(o);
-    FAIL() << "no error for NaN";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.element(), "X");
-    EXPECT_NE(std::string(e.what()).find("NaN"), std::string::npos);
-  }
+  const auto nan = error_for(bad, "nan.h5ad");
+  EXPECT_EQ(nan.element(), "X");
+  EXPECT_NE(std::string(nan.what()).find("NaN"), std::string::npos);
 
   // No cells: said as such (it blamed the HVG cutoffs before).
   io::AnnDataContent empty;
   empty.n_obs = 0;
   empty.n_vars = 2;
-  io::write_anndata(dir.file("empty.h5ad"), empty);
-  o.input = dir.file("empty.h5ad");
-  try {
-    run_prep(o);
-    FAIL() << "no error for 0 cells";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has 0 cells"), std::string::npos) << e.what();
-  }
+  const auto none = error_for(empty, "empty.h5ad");
+  EXPECT_NE(std::string(none.what()).find("has 0 cells"), std::string::npos) << none.what();
   EXPECT_FALSE(test::file_exists(o.output));
 }

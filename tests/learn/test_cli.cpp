@@ -30,16 +30,7 @@ std::string slurp(const std::string& path) {
 }
 
 /// A small toy2d file shared by the tests of this binary.
-const std::string& toy_file() {
-  static TempDir dir;
-  static const std::string path = [] {
-    const std::string p = dir.file("toy.h5ad");
-    const auto r = run_kotml({"simulate", "--kind", "toy2d", "--cells-per-mode", "15", "-o", p});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return p;
-  }();
-  return path;
-}
+const std::string& toy_file() { return kotml::test::toy2d_cohort(); }
 
 /// Options that keep a train-test fast.
 std::vector<std::string> quick(std::vector<std::string> args) {

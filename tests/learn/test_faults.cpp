@@ -26,16 +26,7 @@ namespace {
 using test::run_kotml;
 using test::TempDir;
 
-const std::string& toy_file() {
-  static TempDir dir;
-  static const std::string path = [] {
-    const std::string p = dir.file("toy.h5ad");
-    const auto r = run_kotml({"simulate", "--kind", "toy2d", "--cells-per-mode", "15", "-o", p});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return p;
-  }();
-  return path;
-}
+const std::string& toy_file() { return test::toy2d_cohort(); }
 
 constexpr int epochs = 40;
 

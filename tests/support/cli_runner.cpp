@@ -139,6 +139,17 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+const std::string& toy2d_cohort() {
+  static TempDir dir;
+  static const std::string path = [] {
+    const std::string p = dir.file("toy.h5ad");
+    const auto r = run_kotml({"simulate", "--kind", "toy2d", "--cells-per-mode", "15", "-o", p});
+    if (r.exit_code != 0) throw std::runtime_error("kotml simulate failed: " + r.err);
+    return p;
+  }();
+  return path;
+}
+
 std::string test_source_path(const std::string& relative) {
   return std::string(KOTML_TEST_SOURCE_DIR) + "/" + relative;
 }

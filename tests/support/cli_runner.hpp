@@ -47,6 +47,10 @@ class TempDir {
   std::string path_;
 };
 
+/// A toy2d cohort written once per test process by `kotml simulate --kind toy2d
+/// --cells-per-mode 15` (several tests of a binary share it).
+const std::string& toy2d_cohort();
+
 /// Path of a file under tests/ (fixtures), and of the shared real data.
 std::string test_source_path(const std::string& relative);
 std::string shared_data_path(const std::string& name);
