@@ -142,7 +142,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     file.write("rng/seed", std::vector<std::uint64_t>{c.seed}, {});
     file.write_strings("rng/purposes", {"batches", "triplets"});
     file.write("rng/next_index",
-               std::vector<std::int64_t>{c.epochs_done, c.epochs_done << 20});
+               std::vector<std::int64_t>{c.epochs_done, c.epochs_done * (std::int64_t{1} << 20)});
     file.write("rng/position", std::vector<std::int64_t>{0, 0});
     file.write("history/epoch", column<std::int64_t>(c.history, &EpochRecord::epoch));
     file.write("history/loss", column<double>(c.history, &EpochRecord::loss));

@@ -252,6 +252,15 @@ struct TiledSinkhorn<T>::Impl {
     detail::copy_to(h, host);
   }
 
+  /// This rank's rows of a per-row buffer. Buffers hold at least one entry
+  /// (a rank without rows still launches), which is never written there: it
+  /// must not be read (it made a relative epsilon depend on the rank count).
+  std::vector<double> local_rows_of(const Vector<double>& per_row) const {
+    auto values = detail::to_host(per_row);
+    values.resize(static_cast<std::size_t>(rows.count));
+    return values;
+  }
+
   // ----------------------------------------------------------- sweeps
 
   void launch_rows(double eps, bool cost_sums) {
@@ -279,7 +288,7 @@ struct TiledSinkhorn<T>::Impl {
     launch_rows(eps, false);
     Kokkos::deep_copy(row_guess, lse_row);
     have_row_guess = true;
-    return detail::to_host(lse_row);
+    return local_rows_of(lse_row);
   }
 
   void launch_columns(double eps, bool max_mode) {
@@ -370,7 +379,7 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
     ++sweeps;
-    rows_out = detail::to_host(lse_row);
+    rows_out = local_rows_of(lse_row);
     if (!finish_columns(reduce_columns(limbs, padded_cols()), cols_out, have_shift)) {
       ++retries;
       exact_shifts(eps);
@@ -526,7 +535,7 @@ struct TiledSinkhorn<T>::Impl {
     if (options.relative_epsilon) {
       ProfilingRegion region("kotml::ot::tiled_mean_cost");
       launch_rows(1.0, true);
-      const auto sums = detail::to_host(lse_row);
+      const auto sums = local_rows_of(lse_row);
       dist::ExactSum total(1);
       for (double v : sums) total.add(0, v);
       const double mean = total.allreduce(*comm)[0] / (static_cast<double>(rows.total) * static_cast<double>(m));

@@ -40,8 +40,10 @@ KOKKOS_FORCEINLINE_FUNCTION double fast_exp(double x) {
   xc = xc > highest ? highest : xc;
   const double t = xc * log2e + shifter;
   const double k = t - shifter;
-  const std::int64_t ki = fast_exp_detail::bit_cast<std::int64_t>(t) -
-                          fast_exp_detail::bit_cast<std::int64_t>(shifter);
+  // k as a two's-complement integer, in unsigned arithmetic: a NaN x gives a
+  // meaningless k (and a NaN result) whose signed form could overflow.
+  const std::uint64_t ki = fast_exp_detail::bit_cast<std::uint64_t>(t) -
+                           fast_exp_detail::bit_cast<std::uint64_t>(shifter);
   double r = xc - k * ln2_hi;
   r = r - k * ln2_lo;
   // e^r = Σ r^i / i!, i ≤ 13, by Horner.
@@ -59,7 +61,7 @@ KOKKOS_FORCEINLINE_FUNCTION double fast_exp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  const double scale = fast_exp_detail::bit_cast<double>((ki + 1023) << 52);
+  const double scale = fast_exp_detail::bit_cast<double>((ki + 1023u) << 52);
   const double y = p * scale;
   return x < lowest ? 0.0 : y;
 }
@@ -75,8 +77,8 @@ KOKKOS_FORCEINLINE_FUNCTION float fast_exp(float x) {
   xc = xc > highest ? highest : xc;
   const float t = xc * log2e + shifter;
   const float k = t - shifter;
-  const std::int32_t ki = fast_exp_detail::bit_cast<std::int32_t>(t) -
-                          fast_exp_detail::bit_cast<std::int32_t>(shifter);
+  const std::uint32_t ki = fast_exp_detail::bit_cast<std::uint32_t>(t) -
+                           fast_exp_detail::bit_cast<std::uint32_t>(shifter);
   float r = xc - k * ln2_hi;
   r = r - k * ln2_lo;
   float p = 1.0f / 5040.0f;
@@ -87,7 +89,7 @@ KOKKOS_FORCEINLINE_FUNCTION float fast_exp(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const float scale = fast_exp_detail::bit_cast<float>((ki + 127) << 23);
+  const float scale = fast_exp_detail::bit_cast<float>((ki + 127u) << 23);
   const float y = p * scale;
   return x < lowest ? 0.0f : y;
 }
