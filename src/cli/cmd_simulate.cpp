@@ -1,7 +1,11 @@
 // kotml simulate --kind toy2d|gmm|scrna -o OUT.h5ad: the built-in synthetic
 // cohorts (see kotml/data/simulate.hpp). Rank 0 simulates and writes.
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +29,48 @@ void reject_foreign(const po::variables_map& vm, const std::string& kind,
                     std::initializer_list<const char*> names) {
   for (const char* name : names)
     if (vm.count(name)) throw Error::option(name, "does not apply to --kind " + kind);
+}
+
+}  // namespace
+
+namespace {
+
+/// Cells and a lower bound of the bytes a simulation holds at once: the three
+/// string obs columns (about 100 bytes a cell) and, for dense kinds, the float
+/// features. In long double, so that absurd sizes do not overflow.
+struct SimulationSize {
+  long double cells = 0, bytes = 0;
+};
+
+SimulationSize toy2d_lower_bound(const data::Toy2dOptions& o) {
+  const long double cells = static_cast<long double>(o.class_means.size()) * o.offsets.size() * 3 * o.cells_per_mode;
+  return {cells, cells * (100.0L + 4.0L * (1 + o.noise_dims))};
+}
+
+SimulationSize gmm_lower_bound(const data::GmmOptions& o) {
+  const long double cells = static_cast<long double>(o.n_patients) * o.n_samples;
+  return {cells, cells * (100.0L + 4.0L * o.n_dim)};
+}
+
+SimulationSize scrna_lower_bound(const data::ScrnaOptions& o) {
+  const long double cells = static_cast<long double>(o.n_classes) * o.donors_per_class * o.cells_per_donor;
+  return {cells, cells * 100.0L};
+}
+
+/// Refuses, before allocating, a simulation that cannot fit this machine's
+/// memory (it used to run until the allocation failed, or the OOM killer came).
+void check_fits_in_memory(const SimulationSize& size) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const long double memory = static_cast<long double>(pages) * page;
+  if (size.bytes <= memory && size.cells < static_cast<long double>(std::numeric_limits<std::int32_t>::max()))
+    return;
+  std::ostringstream why;
+  why.precision(3);
+  why << "the simulated data would have " << static_cast<double>(size.cells) << " cells and need at least "
+      << static_cast<double>(size.bytes / 1e9L) << " GB; this machine has " << static_cast<double>(memory / 1e9L)
+      << " GB (and a cohort is limited to 2^31 cells): ask for fewer cells or donors";
+  throw Error("", "simulate", why.str());
 }
 
 }  // namespace
@@ -122,6 +168,10 @@ Subcommand simulate_subcommand() {
     }
     if (kind != "toy2d" && vm["varying-size"].as<bool>())
       throw Error::option("varying-size", "does not apply to --kind " + kind);
+
+    check_fits_in_memory(kind == "toy2d" ? toy2d_lower_bound(toy)
+                         : kind == "gmm"  ? gmm_lower_bound(gmm)
+                                          : scrna_lower_bound(scrna));
 
     std::string summary;
     comm.phase([&] {

@@ -62,6 +62,11 @@ TEST(SimulateCli, BadRequestsAreOneLineExitTwo) {
   expect_one_error_line(run_kotml({"simulate", "--kind", "scrna", "--n-planted-genes", "99", "--n-genes", "50", "-o",
                                    dir.file("x.h5ad")}),
                         "--n-planted-genes");
+  // Absurd sizes are refused before any allocation (they ran out of memory).
+  for (const auto& kind : {std::string("toy2d"), std::string("gmm"), std::string("scrna")})
+    expect_one_error_line(run_kotml({"simulate", "--kind", kind, kind == "toy2d" ? "--cells-per-mode" : "--cells-per-donor",
+                                     "100000000000", "-o", dir.file("x.h5ad")}),
+                          "ask for fewer cells or donors");
   EXPECT_FALSE(kotml::test::file_exists(dir.file("x.h5ad")));
 }
 
