@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/graph/apsp.hpp"
+#include "kotml/graph/components.hpp"
 #include "kotml/graph/graph_file.hpp"
 #include "kotml/graph/knn_graph.hpp"
 #include "kotml/graph/landmarks.hpp"
@@ -21,6 +23,25 @@
 #include "subcommand.hpp"
 
 namespace kotml::cli {
+
+namespace {
+
+/// Infinite lengths are written as they are (scipy's convention for pairs not
+/// connected), but never silently: the warning says which cause it is.
+void warn_infinite_lengths(const graph::CsrGraph<MemSpace>& g, std::int64_t infinite, std::int64_t rows,
+                           graph::Precision precision) {
+  const auto components = graph::connected_components(g).count;
+  std::ostringstream why;
+  why << "apsp: " << infinite << " of " << rows * g.n << " lengths are infinite: ";
+  if (components > 1)
+    why << "the graph has " << components << " connected components, and pairs in different ones are not connected";
+  else
+    why << "the graph is connected, so these lengths overflow "
+        << (precision == graph::Precision::float32 ? "float32 (use --precision float64)" : "float64 (rescale the input)");
+  log::warn(why.str());
+}
+
+}  // namespace
 
 Subcommand apsp_subcommand() {
   Subcommand sub;
@@ -102,7 +123,8 @@ Subcommand apsp_subcommand() {
       out.emplace(output);
       file.emplace(io::h5::File::create(*out));
     });
-    graph::write_shortest_paths(g, sources, options, comm, file ? &*file : nullptr, "distances");
+    const std::int64_t infinite =
+        graph::write_shortest_paths(g, sources, options, comm, file ? &*file : nullptr, "distances");
     comm.phase([&] {
       if (!comm.is_root()) return;
       file->write<std::int64_t>("sources", std::vector<std::int64_t>(sources.begin(), sources.end()));
@@ -121,6 +143,7 @@ Subcommand apsp_subcommand() {
       file->close();
       out->commit();
     });
+    if (infinite > 0 && comm.is_root()) warn_infinite_lengths(g, infinite, static_cast<std::int64_t>(sources.size()), options.precision);
     log::out() << "apsp: " << sources.size() << " x " << g.n << " shortest-path lengths ("
                << option<std::string>(vm, "precision") << ", " << comm.size() << " rank"
                << (comm.size() == 1 ? "" : "s") << ") in " << timer.seconds()

@@ -27,7 +27,7 @@ void fill_range(Kokkos::View<NodeId*, MemSpace> ids, std::int64_t first) {
 }
 
 template <class T>
-void write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                      std::int64_t chunk_rows, const dist::Comm& comm, io::h5::File* file,
                      const std::string& dataset) {
   const std::int64_t n = g.n;
@@ -57,6 +57,7 @@ void write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sou
   Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
   Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows("kotml::graph::chunk_rows", chunk, n);
   std::vector<T> buffer(static_cast<std::size_t>(chunk * n));
+  std::int64_t infinite = 0;  // counted on rank 0, which sees every row
   for (std::int64_t round = 0; round < rounds; ++round) {
     const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
     const std::int64_t end = std::min(begin + chunk, mine.end);
@@ -81,6 +82,7 @@ void write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sou
       if (r != 0)
         MPI_Recv(buffer.data(), static_cast<int>((re - rb) * n), mpi_type<T>(), r, 0, comm.raw(),
                  MPI_STATUS_IGNORE);
+      for (std::int64_t e = 0; e < (re - rb) * n; ++e) infinite += std::isfinite(buffer[e]) ? 0 : 1;
       if (write_failure) continue;  // keep receiving, so no sender blocks forever
       try {
         file->write_row_range<T>(
@@ -92,6 +94,8 @@ void write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sou
     }
   }
   comm.agree(write_failure);
+  comm.bcast(&infinite, sizeof infinite);
+  return infinite;
 }
 
 }  // namespace
@@ -102,9 +106,9 @@ Precision parse_precision(const std::string& text, const std::string& option) {
   throw Error::option(option, "must be float32 or float64, got '" + text + "'");
 }
 
-void write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
-                          const ApspOptions& options, const dist::Comm& comm,
-                          io::h5::File* file, const std::string& dataset) {
+std::int64_t write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+                                  const ApspOptions& options, const dist::Comm& comm,
+                                  io::h5::File* file, const std::string& dataset) {
   comm.phase([&] {
     for (NodeId s : sources)
       require(s >= 0 && s < g.n, "", "sources",
@@ -112,9 +116,8 @@ void write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>
     internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
   });
   if (options.precision == Precision::float32)
-    write_rows_impl<float>(g, sources, options.chunk_rows, comm, file, dataset);
-  else
-    write_rows_impl<double>(g, sources, options.chunk_rows, comm, file, dataset);
+    return write_rows_impl<float>(g, sources, options.chunk_rows, comm, file, dataset);
+  return write_rows_impl<double>(g, sources, options.chunk_rows, comm, file, dataset);
 }
 
 template <class T>

@@ -127,6 +127,34 @@ TEST(GraphCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_FALSE(test::file_exists(dir.file("d.h5")));
 }
 
+// Infinite lengths are written (scipy's convention for unconnected pairs) but
+// never silently: a disconnected graph and a float32 overflow are told apart.
+TEST(ApspCli, InfiniteLengthsAreExplained) {
+  TempDir dir;
+  {
+    auto f = io::h5::File::create(dir.file("two_parts.h5"));  // 0-1 and 2-3, no edge between
+    f.create_group("graph");
+    f.write<std::int64_t>("graph/indptr", {0, 1, 2, 3, 4});
+    f.write<std::int64_t>("graph/indices", {1, 0, 3, 2});
+    f.write<double>("graph/data", {1.0, 1.0, 2.0, 2.0});
+    f.close();
+  }
+  auto r = run_kotml({"apsp", dir.file("two_parts.h5"), "-o", dir.file("d.h5")}, 2);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("8 of 16 lengths are infinite"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 connected components"), std::string::npos) << r.err;
+
+  std::vector<double> far = {0, 0, 1, 0, 0, 1, 1, 1, 2, 2, 3, 1};  // 6 points, one component with k = 3
+  for (double& v : far) v *= 1e150;
+  write_cloud(dir.file("far.h5"), far, 6, 2);
+  r = run_kotml({"apsp", dir.file("far.h5"), "--k", "3", "-o", dir.file("far_d.h5")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("overflow float32 (use --precision float64)"), std::string::npos) << r.err;
+  r = run_kotml({"apsp", dir.file("far.h5"), "--k", "3", "--precision", "float64", "-o", dir.file("far_d.h5")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("infinite"), std::string::npos) << r.err;
+}
+
 TEST(PointCloud, ReadsAnnDataRepresentations) {
   const auto path = test::shared_data_path("snareseq_rna.h5ad");
   if (!test::file_exists(path)) GTEST_SKIP() << "shared data not present: " << path;

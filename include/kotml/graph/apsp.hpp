@@ -34,7 +34,9 @@ struct ApspOptions {
 /// (sources × n) dataset. `file` is used on rank 0 only (other ranks may pass
 /// nullptr). A write failure on rank 0 is agreed on after the last round, so no
 /// rank waits forever; every rank then throws the same CollectiveError.
-void write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+/// Returns, on every rank, how many written lengths are infinite (pairs not
+/// connected, or a length beyond the precision's range).
+std::int64_t write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                           const ApspOptions& options, const dist::Comm& comm,
                           io::h5::File* file, const std::string& dataset);
 
