@@ -1,5 +1,6 @@
 #include "kotml/graph/knn_graph.hpp"
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -258,15 +259,57 @@ CsrGraph<MemSpace> connected_union_graph(Matrix<const double> points, const Near
 
 }  // namespace
 
-CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const std::string& source,
-                                   KnnGraphReport* report) {
-  validate_cloud(points, k, source);
+namespace {
+
+/// Squared distances leave double's range when coordinates pass 2^±500 (1e150
+/// and 1e-300 gave all-inf or all-zero edge lengths). Such clouds are built
+/// scaled by 2^-e, e = the exponent of the largest |coordinate|; the lengths
+/// are multiplied back by 2^e. Power-of-two scaling commutes with every
+/// rounding, so the graph is the one exact arithmetic would give, to the bit
+/// where the unscaled sums did not leave the range. 0 when no scaling is needed.
+int range_exponent(Matrix<const double> points) {
+  double largest = 0;
+  const auto d = static_cast<std::int64_t>(points.extent(1));
+  Kokkos::parallel_reduce(
+      "kotml::graph::largest_coordinate", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0) * d),
+      KOKKOS_LAMBDA(const std::int64_t e, double& m) {
+        const double v = kmath::fabs(points(e / d, e % d));
+        m = v > m ? v : m;
+      },
+      Kokkos::Max<double>(largest));
+  if (!(largest > 0)) return 0;
+  const int e = std::ilogb(largest);
+  return (e > 500 || e < -500) ? e : 0;
+}
+
+Matrix<double> scaled_points(Matrix<const double> points, int exponent) {
+  Matrix<double> scaled(no_init("kotml::graph::scaled_points"), points.extent(0), points.extent(1));
+  const double factor = std::ldexp(1.0, -exponent);
+  const auto d = static_cast<std::int64_t>(points.extent(1));
+  Kokkos::parallel_for(
+      "kotml::graph::scale_points", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0) * d),
+      KOKKOS_LAMBDA(const std::int64_t e) { scaled(e / d, e % d) = points(e / d, e % d) * factor; });
+  return scaled;
+}
+
+void scale_lengths(CsrGraph<MemSpace>& g, KnnGraphReport* report, int exponent) {
+  const double factor = std::ldexp(1.0, exponent);
+  const auto weights = g.weights;
+  Kokkos::parallel_for(
+      "kotml::graph::scale_lengths", Kokkos::RangePolicy<ExecSpace>(0, weights.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t e) { weights(e) *= factor; });
+  Kokkos::fence();
+  if (report) report->longest_bridge *= factor;
+}
+
+CsrGraph<MemSpace> unscaled_knn_graph(Matrix<const double> points, int k, KnnGraphReport* report) {
   return connected_union_graph(points, k_nearest_neighbors(points, k), report);
 }
 
-CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const dist::Comm& comm,
-                                   const std::string& source, KnnGraphReport* report) {
-  comm.phase([&] { validate_cloud(points, k, source); });
+/// Rows of the kNN search split over ranks, gathered, then joined and bridged
+/// as on one rank.
+CsrGraph<MemSpace> build_scattered_knn_graph(Matrix<const double> points, int k, const dist::Comm& comm,
+                                             KnnGraphReport* report) {
   const std::int64_t n = points.extent(0);
   const auto rows = dist::block_of(n, comm.size(), comm.rank());
   const auto mine = k_nearest_neighbors(points, k, rows.begin, rows.end);
@@ -289,6 +332,31 @@ CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const dis
   Kokkos::deep_copy(nn.indices, nn_idx);
   Kokkos::deep_copy(nn.distances, nn_dist);
   return connected_union_graph(points, nn, report);
+}
+
+}  // namespace
+
+CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const std::string& source,
+                                   KnnGraphReport* report) {
+  validate_cloud(points, k, source);
+  const int exponent = range_exponent(points);
+  if (exponent == 0) return unscaled_knn_graph(points, k, report);
+  auto g = unscaled_knn_graph(scaled_points(points, exponent), k, report);
+  scale_lengths(g, report, exponent);
+  return g;
+}
+
+CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const dist::Comm& comm,
+                                   const std::string& source, KnnGraphReport* report) {
+  comm.phase([&] { validate_cloud(points, k, source); });
+  // Every rank holds every point, so every rank finds the same exponent.
+  const int exponent = range_exponent(points);
+  if (exponent != 0) {
+    auto g = build_scattered_knn_graph(scaled_points(points, exponent), k, comm, report);
+    scale_lengths(g, report, exponent);
+    return g;
+  }
+  return build_scattered_knn_graph(points, k, comm, report);
 }
 
 }  // namespace kotml::graph

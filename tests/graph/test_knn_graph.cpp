@@ -53,6 +53,31 @@ TEST(KnnGraph, DisconnectedBlobsAreBridgedAsTorchgwDoes) {
   EXPECT_EQ(connected_components(g).count, 1);
 }
 
+// Coordinates near 1e-300 or 1e150 used to give all-zero or all-inf lengths
+// (their squares leave double's range). The blobs case scaled by 2^-1000 and
+// 2^+500 must give the same graph with every length scaled by exactly that
+// power of two, bridges included.
+TEST(KnnGraph, TinyAndHugeCoordinatesGiveTheScaledGraph) {
+  const auto c = test::load_graph_case("blobs80_k3");
+  const auto reference = copy_graph<HostSpace>(build_knn_graph(c.device_points(), c.k, "blobs"));
+  for (const int exponent : {-1000, 500}) {
+    const auto points = c.device_points();
+    Matrix<double> scaled("scaled", points.extent(0), points.extent(1));
+    auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), points);
+    auto sh = Kokkos::create_mirror_view(scaled);
+    for (std::size_t e = 0; e < h.size(); ++e) sh.data()[e] = std::ldexp(h.data()[e], exponent);
+    Kokkos::deep_copy(scaled, sh);
+    KnnGraphReport report;
+    const auto g = copy_graph<HostSpace>(build_knn_graph(scaled, c.k, "scaled blobs", &report));
+    ASSERT_EQ(g.weights.extent(0), reference.weights.extent(0)) << exponent;
+    EXPECT_EQ(report.bridges_added, c.components_before - 1);
+    for (std::size_t e = 0; e < g.weights.extent(0); ++e) {
+      ASSERT_EQ(g.neighbors(e), reference.neighbors(e)) << exponent << " edge " << e;
+      ASSERT_EQ(g.weights(e), std::ldexp(reference.weights(e), exponent)) << exponent << " edge " << e;
+    }
+  }
+}
+
 TEST(KnnGraph, NeighboursAreTheKNearestInOrder) {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal;
