@@ -134,9 +134,8 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
   const std::string out = option<std::string>(vm, "out");
   const std::string h5ad = option<std::string>(vm, "write-h5ad");
   const std::vector<std::string> inputs{options.query.path, options.reference.path};
-  std::vector<OutputFile> outputs{{"write-h5ad", h5ad}};
-  for (const char* file : {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json"})
-    outputs.push_back({"out", out + "/" + file, true});
+  auto outputs = out_folder_files(out, {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json"});
+  outputs.push_back({"write-h5ad", h5ad});
   check_outputs(comm, inputs, outputs, "out", out);
   if (!vm["quiet"].as<bool>()) log::set_verbose(true);
 

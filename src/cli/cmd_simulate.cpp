@@ -31,10 +31,6 @@ void reject_foreign(const po::variables_map& vm, const std::string& kind,
     if (vm.count(name)) throw Error::option(name, "does not apply to --kind " + kind);
 }
 
-}  // namespace
-
-namespace {
-
 /// Cells and a lower bound of the bytes a simulation holds at once: the three
 /// string obs columns (about 100 bytes a cell) and, for dense kinds, the float
 /// features. In long double, so that absurd sizes do not overflow.

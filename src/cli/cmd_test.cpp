@@ -46,10 +46,7 @@ Subcommand test_subcommand() {
     metric.squared = vm["squared"].as<bool>();
     const std::string model = vm["model"].as<std::string>();
     if (!out.empty())
-      check_outputs(comm, {cohort_options.input, model},
-                    {{"out", out + "/metrics.csv", true}, {"out", out + "/summary.json", true},
-                     {"out", out + "/results.h5", true}},
-                    "out", out);
+      check_outputs(comm, {cohort_options.input, model}, evaluation_outputs(out), "out", out);
     if (metric.kind == eval::GroundMetric::Kind::learned) {
       if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
       comm.phase([&] { metric.a = learn::read_metric(model); });

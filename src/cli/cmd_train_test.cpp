@@ -72,9 +72,8 @@ Subcommand train_test_subcommand() {
     if (options.checkpoint_path.empty() && !out.empty()) options.checkpoint_path = out + "/checkpoint.h5";
     if (!h5ad.empty() && cohort_options.input.rfind("builtin:", 0) == 0)
       throw Error::option("write-h5ad", "needs an --input .h5ad to copy");
-    std::vector<OutputFile> outputs{{"write-h5ad", h5ad}};
-    if (!out.empty())
-      for (const char* name : {"metrics.csv", "summary.json", "results.h5"}) outputs.push_back({"out", out + "/" + name, true});
+    std::vector<OutputFile> outputs = out.empty() ? std::vector<OutputFile>{} : evaluation_outputs(out);
+    outputs.push_back({"write-h5ad", h5ad});
     if (!options.checkpoint_path.empty())
       outputs.push_back({"checkpoint", split_checkpoint(options.checkpoint_path, 0), true});
     check_outputs(comm, {cohort_options.input}, outputs, out.empty() ? "" : "out", out);

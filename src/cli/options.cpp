@@ -14,6 +14,12 @@ std::string one_of(const po::variables_map& vm, const std::string& name,
   throw Error::option(name, "must be one of " + list + ", got '" + value + "'");
 }
 
+std::vector<OutputFile> out_folder_files(const std::string& out, std::initializer_list<const char*> names) {
+  std::vector<OutputFile> files;
+  for (const char* name : names) files.push_back({"out", out + "/" + name, true});
+  return files;
+}
+
 void check_outputs(const dist::Comm& comm, const std::vector<std::string>& inputs, const std::vector<OutputFile>& files,
                    const std::string& folder_option, const std::string& folder) {
   comm.phase([&] {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "kotml/core/error.hpp"
@@ -59,6 +60,14 @@ struct OutputFile {
   std::string path;
   bool in_created_folder = false;  // inside an --out folder the command creates
 };
+
+/// The files `names` inside the folder of --out, which the command creates.
+std::vector<OutputFile> out_folder_files(const std::string& out, std::initializer_list<const char*> names);
+
+/// The three files of an evaluation run in --out (eval and learn write them).
+inline std::vector<OutputFile> evaluation_outputs(const std::string& out) {
+  return out_folder_files(out, {"metrics.csv", "summary.json", "results.h5"});
+}
 
 /// Before any work, on every rank (one agreed phase): the output folder (if
 /// any) can be created or written, and every output file can be written and is

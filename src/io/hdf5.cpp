@@ -298,20 +298,6 @@ bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_s
   return done;
 }
 
-template <class T>
-const char* numpy_name() {
-  if constexpr (std::is_same_v<T, float>) return "float32";
-  else if constexpr (std::is_same_v<T, double>) return "float64";
-  else if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
-  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
-  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
-  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
-  else return "uint64";
-}
-
 /// Counts the values HDF5's conversion finds outside the target type's range
 /// (1e40 read as float32 would otherwise arrive as inf, and be reported as
 /// "NaN or infinite" although the file holds a finite number).
@@ -347,7 +333,8 @@ void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space
     if (out_of_range > 0)
       throw Error(path, display(element),
                   std::to_string(out_of_range) + " value(s) of type " + describe_type(type.get()).dtype +
-                      " overflow on conversion to " + numpy_name<T>() + " (they are finite in the file)");
+                      " overflow on conversion to " + describe_type(native_type<T>()).dtype +
+                      " (they are finite in the file)");
     return;
   }
   if (cls == H5T_ENUM) {
