@@ -12,6 +12,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/io/anndata.hpp"
+#include "info.hpp"
 #include "subcommand.hpp"
 
 namespace kotml::cli {
@@ -161,9 +162,10 @@ void print_column(std::ostream& out, const io::AnnDataReader& reader, const std:
   if (shown < values.size()) out << "  ... " << values.size() - shown << " more\n";
 }
 
-void print_info(std::ostream& out, const std::string& path, const std::vector<std::string>& columns) {
-  const io::AnnDataReader reader(path);
-  out << std::left << std::setw(10) << "file" << path << "\n";
+}  // namespace
+
+void print_info(std::ostream& out, const io::AnnDataReader& reader, const std::vector<std::string>& columns) {
+  out << std::left << std::setw(10) << "file" << reader.path() << "\n";
   out << std::setw(10) << "encoding"
       << (reader.encoding_version().empty() ? "anndata 0.7 (no root encoding)"
                                             : "anndata " + reader.encoding_version())
@@ -190,8 +192,6 @@ void print_info(std::ostream& out, const std::string& path, const std::vector<st
   for (const auto& name : columns) print_column(out, reader, name);
 }
 
-}  // namespace
-
 Subcommand info_subcommand() {
   Subcommand sub;
   sub.name = "info";
@@ -212,7 +212,7 @@ Subcommand info_subcommand() {
     comm.phase([&] {
       if (!comm.is_root()) return;
       std::ostringstream text;
-      print_info(text, path, columns);
+      print_info(text, io::AnnDataReader(path), columns);
       log::out() << text.str() << std::flush;
     });
     return exit_ok;

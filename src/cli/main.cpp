@@ -15,10 +15,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +25,7 @@
 #include "kotml/core/log.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/dist/comm.hpp"
+#include "parse.hpp"
 #include "subcommand.hpp"
 
 namespace kotml::cli {
@@ -101,61 +99,6 @@ void print_general_help(const std::vector<Subcommand>& subcommands) {
       << "Run 'kotml <subcommand> --help' for the options of one subcommand.\n";
 }
 
-/// Reads an INI file into options of one subcommand. Keys may stand at the top
-/// or in a [<subcommand>] section; sections named after other subcommands are
-/// skipped, so one file can configure a whole pipeline.
-void store_config_file(const std::string& path, const Subcommand& sub,
-                       const po::options_description& desc,
-                       const std::vector<Subcommand>& subcommands, po::variables_map& vm) {
-  // An options file is small and regular: a directory used to read as an
-  // empty file, and /dev/zero as an endless one.
-  constexpr std::uintmax_t largest_config = 1 << 20;
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw Error(path, "", "no such configuration file");
-  if (!std::filesystem::is_regular_file(status))
-    throw Error(path, "", "the configuration file is not a regular file (a directory, device or FIFO)");
-  const auto bytes = std::filesystem::file_size(path, ec);
-  if (!ec && bytes > largest_config)
-    throw Error(path, "", "the configuration file has " + std::to_string(bytes) +
-                              " bytes; an INI file of options is at most 1 MiB");
-  std::ifstream in(path);
-  if (!in) throw Error(path, "", "cannot open the configuration file");
-  po::parsed_options raw(&desc);
-  try {
-    raw = po::parse_config_file(in, desc, /*allow_unregistered=*/true);
-  } catch (const po::error& e) {
-    throw Error(path, "", e.what());
-  }
-  po::parsed_options mine(&desc);
-  for (auto option : raw.options) {
-    std::string key = option.string_key;
-    const auto dot = key.find('.');
-    if (dot != std::string::npos) {
-      const std::string section = key.substr(0, dot);
-      if (section != sub.name) {
-        bool known_section = false;
-        for (const auto& other : subcommands) known_section |= (other.name == section);
-        if (known_section) continue;
-        throw Error(path, "[" + section + "]", "unknown section; sections are named after subcommands");
-      }
-      key = key.substr(dot + 1);
-    }
-    if (key == "config")
-      throw Error(path, option.string_key, "a configuration file cannot name another one");
-    if (!desc.find_nothrow(key, false))
-      throw Error(path, key, "unknown option for 'kotml " + sub.name + "'");
-    option.string_key = key;
-    option.unregistered = false;
-    mine.options.push_back(option);
-  }
-  try {
-    po::store(mine, vm);
-  } catch (const po::error& e) {
-    throw Error(path, "", e.what());
-  }
-}
-
 int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
   const auto subcommands = all_subcommands();
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -171,20 +114,15 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
     if (s.name == args[0]) sub = &s;
   if (!sub) throw Error("", "", "unknown subcommand '" + args[0] + "' (see 'kotml --help')");
 
-  po::options_description desc("Options for 'kotml " + sub->name + "'");
-  desc.add_options()
-      ("help,h", "print this help")
-      ("config", po::value<std::string>(), "INI file with options; the command line wins")
-      ("verbose", po::bool_switch(), "print progress to stderr");
   po::positional_options_description positional;
-  sub->declare(desc, positional);
+  const po::options_description desc = options_of(*sub, positional);
 
   const std::vector<std::string> sub_args(args.begin() + 1, args.end());
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(sub_args).options(desc).positional(positional).run(), vm);
   } catch (const po::error& e) {
-    throw Error("", "", e.what());
+    throw Error("", "", option_error_text(e));
   }
   if (vm.count("help")) {
     log::out() << "Usage: " << sub->usage << "\n\n" << sub->summary << "\n\n" << desc << "\n";
@@ -192,11 +130,7 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
   }
   if (vm.count("config"))
     store_config_file(vm["config"].as<std::string>(), *sub, desc, subcommands, vm);
-  try {
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw Error("", "", e.what());
-  }
+  notify_options(vm);
   log::set_verbose(vm["verbose"].as<bool>());
   int code = exit_ok;
   comm.phase([&] { code = sub->run(vm, comm); });

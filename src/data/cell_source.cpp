@@ -36,6 +36,8 @@ void require_key(const CellSource& source, const std::string& element) {
 
 // ------------------------------------------------------------------ AnnDataSource
 AnnDataSource::AnnDataSource(const std::string& path) : reader_(std::make_unique<io::AnnDataReader>(path)) {}
+AnnDataSource::AnnDataSource(io::AnnDataReader reader)
+    : reader_(std::make_unique<io::AnnDataReader>(std::move(reader))) {}
 AnnDataSource::~AnnDataSource() = default;
 
 std::string AnnDataSource::name() const { return reader_->path(); }

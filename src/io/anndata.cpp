@@ -83,7 +83,10 @@ std::string float_text(double value) {
 }
 
 std::string integer_text(double value) {
-  return std::to_string(static_cast<long long>(value));
+  // uint64 columns reach 2^64; a cast to long long past 2^63 is undefined.
+  if (value >= -0x1p63 && value < 0x1p63) return std::to_string(static_cast<long long>(value));
+  if (value >= 0 && value < 0x1p64) return std::to_string(static_cast<unsigned long long>(value));
+  return float_text(value);
 }
 
 }  // namespace
@@ -404,11 +407,13 @@ Sparse AnnDataReader::State::sparse_layout(const std::string& element) const {
       throw Error(path(), join(element, part), "missing from the sparse matrix");
   const std::int64_t major = s.storage == MatrixStorage::csr ? s.rows : s.cols;
   const auto indptr_length = file.size(join(element, "indptr"));
-  if (indptr_length != major + 1)
+  // Compared as indptr_length - 1 (a dataset's size is at least 0): a forged
+  // shape of 2^63 - 1 must not overflow major + 1.
+  if (indptr_length - 1 != major)
     throw Error(path(), join(element, "indptr"),
                 "has " + std::to_string(indptr_length) + " entries, expected " +
-                    std::to_string(major + 1) + " for shape " + std::to_string(s.rows) + "x" +
-                    std::to_string(s.cols));
+                    std::to_string(static_cast<std::uint64_t>(major) + 1) + " for shape " + std::to_string(s.rows) +
+                    "x" + std::to_string(s.cols));
   const auto nnz = file.size(join(element, "data"));
   if (file.size(join(element, "indices")) != nnz)
     throw Error(path(), join(element, "indices"), "length differs from data's " + std::to_string(nnz));
@@ -452,9 +457,12 @@ MatrixInfo AnnDataReader::State::describe_matrix(const std::string& element) con
 
 // ================================================================ reader
 
-AnnDataReader::AnnDataReader(const std::string& path) : state_(std::make_unique<State>(h5::File::open_read(path))) {
+AnnDataReader::AnnDataReader(const std::string& path) : AnnDataReader(h5::File::open_read(path)) {}
+
+AnnDataReader::AnnDataReader(h5::File opened) : state_(std::make_unique<State>(std::move(opened))) {
   auto& s = *state_;
   const auto& file = s.file;
+  const std::string& path = file.path();
   if (file.has_attribute("/", "encoding-type")) {
     const std::string enc = file.read_string_attribute("/", "encoding-type");
     if (enc != "anndata")

@@ -535,6 +535,17 @@ File File::open_read_unverified(const std::string& path) {
   return File(id, path);
 }
 
+File File::open_image(const std::string& name, const void* bytes, std::size_t size) {
+  silence_hdf5();
+  Handle fapl = make_plist(H5P_FILE_ACCESS);
+  if (H5Pset_fapl_core(fapl.get(), 1 << 16, /*backing_store=*/false) < 0 ||
+      H5Pset_file_image(fapl.get(), const_cast<void*>(bytes), size) < 0)
+    throw InternalError(name + ": cannot set up HDF5's in-memory driver" + hdf5_explanation());
+  const hid_t id = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) throw Error(name, "", "cannot open the in-memory HDF5 image" + hdf5_explanation());
+  return File(id, name);
+}
+
 File File::open_rw(const std::string& path) {
   silence_hdf5();
   check_openable(path);

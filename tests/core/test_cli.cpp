@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -157,6 +158,29 @@ TEST(Cli, ConfigurationAndInputsMustBeRegularFiles) {
     ini << "config = other.ini\n";
   }
   expect_error({"info", "x.h5", "--config", dir.file("nested.ini")}, "cannot name another");
+  // Found by fuzz_config: an empty key matched every option as a prefix, and
+  // boost's "ambiguous option" left as an internal error (exit 3).
+  for (const char* line : {"= 1\n", "[ot]\n= 1\n", "ot. = 1\n"}) {
+    {
+      std::ofstream ini(dir.file("nameless.ini"));
+      ini << line;
+    }
+    expect_error({"ot", "--config", dir.file("nameless.ini")}, "a value without an option name");
+  }
+  // Found by fuzz_config: boost's message for a bad value replaced "%value%"
+  // with the value until none was left, so a value holding "%value%" hung
+  // kotml, on the command line and in an INI file alike.
+  {
+    std::ofstream ini(dir.file("placeholder.ini"));
+    ini << "[ot]\nepsilon = %value%\n";
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{{"ot", "--epsilon", "%value%"},
+                                                                 {"ot", "--config", dir.file("placeholder.ini")}}) {
+    const auto r = kotml::test::run_kotml_launched({"timeout", "60"}, args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.error_lines()[0].find("the argument ('%value%') for option"), std::string::npos) << r.err;
+  }
   {
     std::ofstream big(dir.file("big.ini"));
     big << "# " << std::string(2 << 20, 'x') << "\n";
@@ -164,4 +188,48 @@ TEST(Cli, ConfigurationAndInputsMustBeRegularFiles) {
   expect_error({"info", "x.h5", "--config", dir.file("big.ini")}, "at most 1 MiB");
   ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
   expect_error({"info", dir.file("fifo")}, "not a regular file");
+}
+
+// A full disk (ENOSPC, a 16 KiB tmpfs in a private mount namespace) and a
+// directory the user may not write in (EACCES; root runs without its override
+// of file permissions) end in one line naming the output and exit 2, on one
+// rank and on two, with nothing left behind: no output and no temporary.
+TEST(Cli, FullDiskAndDeniedWritesLeaveNothing) {
+  kotml::test::TempDir dir;
+  const std::string full = dir.file("full"), denied = dir.file("denied"), listing = dir.file("listing");
+  std::filesystem::create_directory(full);
+  std::filesystem::create_directory(denied);
+  std::filesystem::permissions(denied, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
+                                           std::filesystem::perms::others_read | std::filesystem::perms::others_exec);
+  const bool root = ::geteuid() == 0;
+  // Runs the command with `full` mounted as a small tmpfs, then lists it.
+  const std::vector<std::string> small_disk = {
+      "unshare", root ? "-m" : "-rm", "sh", "-c",
+      "mount -t tmpfs -o size=16k kotml-test \"$1\" || exit 77; shift; \"$@\"; status=$?; ls -A \"$0\" > \"$0.list\" 2>&1;"
+      " cp \"$0.list\" '" + listing + "'; exit $status",
+      full, full};
+  const std::vector<std::string> without_override = {"setpriv", "--bounding-set=-dac_override,-dac_read_search"};
+  for (int ranks : {0, 2}) {
+    SCOPED_TRACE("ranks " + std::to_string(ranks));
+    const auto r = kotml::test::run_kotml_launched(
+        small_disk, {"simulate", "--kind", "toy2d", "-o", full + "/cohort.h5ad"}, ranks);
+    if (r.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here: " << r.err;
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.error_lines()[0].find(full + "/cohort.h5ad: "), std::string::npos) << r.err;
+    EXPECT_NE(r.error_lines()[0].find("No space left on device"), std::string::npos) << r.err;
+    ASSERT_TRUE(kotml::test::file_exists(listing)) << "the full disk was not listed";
+    std::ifstream left(listing);
+    const std::string names((std::istreambuf_iterator<char>(left)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(names, "") << "left on the full disk: " << names;
+    std::filesystem::remove(listing);
+
+    const auto d = root ? kotml::test::run_kotml_launched(
+                              without_override, {"simulate", "--kind", "toy2d", "-o", denied + "/cohort.h5ad"}, ranks)
+                        : run_kotml({"simulate", "--kind", "toy2d", "-o", denied + "/cohort.h5ad"}, ranks);
+    EXPECT_EQ(d.exit_code, 2) << d.err;
+    ASSERT_EQ(d.error_lines().size(), 1u) << d.err;
+    EXPECT_NE(d.error_lines()[0].find("Permission denied"), std::string::npos) << d.err;
+    EXPECT_TRUE(std::filesystem::is_empty(denied));
+  }
 }

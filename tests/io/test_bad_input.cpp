@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <functional>
+#include <limits>
+#include <vector>
 #include <filesystem>
 #include <string>
 
@@ -210,4 +213,40 @@ TEST(BadInput, DamagedSparseIndicesFailOnlyTheirRow) {
   EXPECT_NE(e.reason().find("index 999 in row 10"), std::string::npos) << e.what();
   EXPECT_THROW(r.read_csr<float>("X"), Error);
   EXPECT_THROW(r.read_dense<float>("X"), Error);
+}
+
+// Found by fuzz_h5ad (fuzz/regressions/h5ad holds the images): a sparse shape
+// of 2^63 - 1 overflowed the expected indptr length, and a uint64 obs value
+// past 2^63 overflowed its conversion to text; both undefined behaviour that
+// the sanitize build stops on.
+TEST(BadInput, ExtremeIntegersAreReadWithoutOverflow) {
+  TempDir dir;
+  const std::string forged = dir.file("forged_shape.h5ad");
+  t::copy_file(t::fixture("csr_f32.h5ad"), forged);
+  {
+    auto f = kotml::io::h5::File::open_rw(forged);
+    f.write_numeric_attribute<std::int64_t>("X", "shape", {std::numeric_limits<std::int64_t>::max(), 3});
+    f.close();
+  }
+  const auto e = error_of([&] { AnnDataReader r(forged); });
+  EXPECT_EQ(e.element(), "X/indptr");
+  EXPECT_NE(e.reason().find("expected 9223372036854775808"), std::string::npos) << e.what();
+
+  const std::string wide = dir.file("uint64_column.h5ad");
+  t::copy_file(t::fixture("dense_f64.h5ad"), wide);
+  std::int64_t n_obs = 0;
+  {
+    n_obs = AnnDataReader(wide).n_obs();
+    auto f = kotml::io::h5::File::open_rw(wide);
+    std::vector<std::uint64_t> values(static_cast<std::size_t>(n_obs), 7);
+    values[0] = (std::uint64_t(1) << 63) + 2048;  // exactly a double
+    f.write("obs/wide", values);
+    f.write_string_attribute("obs/wide", "encoding-type", "array");
+    f.write_string_attribute("obs/wide", "encoding-version", "0.2.0");
+    f.close();
+  }
+  const auto labels = AnnDataReader(wide).obs("wide").as_strings();
+  ASSERT_EQ(labels.size(), static_cast<std::size_t>(n_obs));
+  EXPECT_EQ(labels[0], "9223372036854777856");
+  EXPECT_EQ(labels[1], "7");
 }

@@ -48,11 +48,12 @@ namespace {
 
 /// The shell command that runs kotml with its output redirected.
 std::string kotml_command(const std::vector<std::string>& args, int ranks, const std::string& out_path,
-                          const std::string& err_path) {
+                          const std::string& err_path, const std::vector<std::string>& launcher = {}) {
   std::string command;
+  for (const auto& word : launcher) command += shell_quote(word) + " ";
   if (ranks > 0) {
-    command = std::string("env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ") +
-              KOTML_MPIEXEC + " -n " + std::to_string(ranks) + " " + KOTML_MPIEXEC_PREFLAGS + " ";
+    command += std::string("env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ") +
+               KOTML_MPIEXEC + " -n " + std::to_string(ranks) + " " + KOTML_MPIEXEC_PREFLAGS + " ";
   }
   command += shell_quote(KOTML_EXECUTABLE);
   for (const auto& a : args) command += " " + shell_quote(a);
@@ -69,13 +70,16 @@ int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 
 
 }  // namespace
 
-CliResult run_kotml(const std::vector<std::string>& args, int ranks) {
+CliResult run_kotml(const std::vector<std::string>& args, int ranks) { return run_kotml_launched({}, args, ranks); }
+
+CliResult run_kotml_launched(const std::vector<std::string>& launcher, const std::vector<std::string>& args,
+                             int ranks) {
   TempDir scratch;
   const std::string out_path = scratch.file("stdout"), err_path = scratch.file("stderr");
   std::string clean_env = "env";
   for (const char* name : inherited_mpi_variables) clean_env += std::string(" -u ") + name;
-  const int status =
-      std::system((clean_env + " sh -c " + shell_quote(kotml_command(args, ranks, out_path, err_path))).c_str());
+  const int status = std::system(
+      (clean_env + " sh -c " + shell_quote(kotml_command(args, ranks, out_path, err_path, launcher))).c_str());
   CliResult result;
   result.exit_code = exit_code_of(status);
   result.out = slurp(out_path);

@@ -20,6 +20,13 @@ struct CliResult {
 /// Only call from rank 0 of a test (or from a non-MPI test).
 CliResult run_kotml(const std::vector<std::string>& args, int ranks = 0);
 
+/// run_kotml behind a launcher: the words of `launcher` (shell-quoted) come
+/// first, then the command (mpiexec or kotml) as the launcher's arguments; e.g.
+/// {"setpriv", "--bounding-set=-dac_override"} for a root without its
+/// override of file permissions.
+CliResult run_kotml_launched(const std::vector<std::string>& launcher, const std::vector<std::string>& args,
+                             int ranks = 0);
+
 /// Starts `kotml args...` in the background (under mpiexec with ranks > 0),
 /// stdout and stderr into the given files; returns the pid of kotml itself, or
 /// of mpiexec. For fault tests: end it with kill() and wait_for().

@@ -47,6 +47,7 @@ class CellSource {
 class AnnDataSource : public CellSource {
  public:
   explicit AnnDataSource(const std::string& path);
+  explicit AnnDataSource(io::AnnDataReader reader);
   ~AnnDataSource() override;
   std::string name() const override;
   std::int64_t n_obs() const override;

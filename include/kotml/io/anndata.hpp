@@ -95,6 +95,8 @@ class AnnDataReader {
   /// Opens path. Error if it is missing, not HDF5, unreadable, or not AnnData
   /// (no obs/var frames, or inconsistent lengths).
   explicit AnnDataReader(const std::string& path);
+  /// The same checks on a file already open (an in-memory image, for example).
+  explicit AnnDataReader(h5::File file);
   AnnDataReader(AnnDataReader&&) noexcept;
   AnnDataReader& operator=(AnnDataReader&&) noexcept;
   ~AnnDataReader();

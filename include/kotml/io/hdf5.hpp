@@ -55,6 +55,11 @@ class File {
   /// open_read without the verification walk, for files this process has just
   /// written or already verified.
   static File open_read_unverified(const std::string& path);
+  /// Opens an HDF5 file image held in memory (HDF5's core driver, no backing
+  /// file), read-only; `name` stands for the file in messages. The bytes are
+  /// copied. Nothing verifies the image first: callers pass images HDF5
+  /// itself wrote (the fuzzers), not untrusted bytes.
+  static File open_image(const std::string& name, const void* bytes, std::size_t size);
   /// Opens an existing file for reading and writing.
   static File open_rw(const std::string& path);
   /// Creates (truncates) a file. Outputs go through AtomicFile: pass its

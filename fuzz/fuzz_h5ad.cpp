@@ -1,0 +1,85 @@
+// Fuzzes the AnnData reader as `kotml info` and the cohort builder use it: an
+// .h5ad image, mutated structurally (h5_image_mutator.hpp), is listed whole,
+// and a cohort is built from it with donor and label columns, a representation
+// and a normalisation chosen from the input's hash. Any outcome but a result
+// or a kotml::Error (user error) is a bug, as is whatever the sanitizers see.
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fuzz_support.hpp"
+#include "h5_image_mutator.hpp"
+#include "info.hpp"
+#include "kotml/data/cell_source.hpp"
+#include "kotml/data/cohort.hpp"
+#include "kotml/io/anndata.hpp"
+
+namespace {
+
+using namespace kotml;
+
+io::AnnDataReader open(const std::uint8_t* data, std::size_t size) {
+  return io::AnnDataReader(io::h5::File::open_image("fuzz.h5ad", data, size));
+}
+
+void list_everything(const std::uint8_t* data, std::size_t size) {
+  const auto reader = open(data, size);
+  std::ostringstream out;
+  cli::print_info(out, reader, reader.obs_columns());
+}
+
+template <class List>
+std::string pick(const List& list, std::uint64_t& hash) {
+  if (list.empty()) return "";
+  const auto& chosen = list[hash % list.size()];
+  hash /= list.size() + 1;
+  return chosen;
+}
+
+void build_a_cohort(const std::uint8_t* data, std::size_t size, std::uint64_t hash) {
+  auto reader = open(data, size);
+  data::CohortOptions options;
+  options.input = "fuzz.h5ad";
+  const auto columns = reader.obs_columns();
+  options.patient_col = pick(columns, hash);
+  options.label_col = pick(columns, hash);
+  if (options.patient_col.empty() || options.label_col.empty()) return;
+  switch (hash % 4) {
+    case 1: options.use_rep = pick(reader.obsm_keys(), hash); break;
+    case 2: options.layer = pick(reader.layers(), hash); break;
+    default: break;
+  }
+  hash /= 4;
+  options.n_cells = 1 + static_cast<std::int64_t>(hash % 7);
+  options.all_cells = hash % 5 == 0;
+  options.keep_small_donors = hash % 3 == 0;
+  options.normalize = hash % 2 == 0;
+  if (hash % 11 == 0) options.group_by = pick(columns, hash);
+  options.validate();
+  const data::AnnDataSource source(std::move(reader));
+  const auto cohort = data::build_cohort(source, options, fuzz::world());
+  (void)data::describe(cohort);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  fuzz::initialise(argc, argv);
+  return 0;
+}
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                                                unsigned seed) {
+  return fuzz::mutate_h5_image(data, size, max_size, seed);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (!fuzz::is_hdf5_image(data, size)) return 0;
+  fuzz::expect_only_user_errors([&] { list_everything(data, size); });
+  fuzz::expect_only_user_errors([&] { build_a_cohort(data, size, fuzz::choice_hash(data, size)); });
+  return 0;
+}

@@ -1,0 +1,66 @@
+// Fuzzes `kotml ot`'s input reader: an HDF5 image with /x, /y and optional
+// weights /a, /b, mutated structurally (h5_image_mutator.hpp), is read side by
+// side and its weights settled as the solver asks (normalised, scale-free or
+// kept, from the input's hash). What is accepted must be a valid problem:
+// finite points of one dimension, finite non-negative weights, unit mass
+// when normalised.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_support.hpp"
+#include "h5_image_mutator.hpp"
+#include "kotml/io/hdf5.hpp"
+#include "ot_input.hpp"
+
+namespace {
+
+using namespace kotml;
+
+void check_accepted_side(const cli::Side& s, bool normalised) {
+  if (s.count <= 0 || s.dim <= 0) fuzz::report_bug("an empty side was accepted");
+  if (s.points.size() != static_cast<std::size_t>(s.count * s.dim)) fuzz::report_bug("points of the wrong size");
+  for (double v : s.points)
+    if (!std::isfinite(v)) fuzz::report_bug("a non-finite coordinate was accepted");
+  if (s.weights.size() != static_cast<std::size_t>(s.count)) fuzz::report_bug("weights of the wrong size");
+  double mass = 0;
+  for (double w : s.weights) {
+    if (!std::isfinite(w) || w < 0) fuzz::report_bug("a weight that is not finite and non-negative");
+    mass += w;
+  }
+  if (!(mass > 0)) fuzz::report_bug("a side of zero mass was accepted");
+  if (normalised && std::fabs(mass - 1) > 1e-9) fuzz::report_bug("normalised weights do not sum to one");
+}
+
+void read_problem(const std::uint8_t* data, std::size_t size, std::uint64_t hash) {
+  const auto file = io::h5::File::open_image("fuzz-ot.h5", data, size);
+  cli::Problem p;
+  p.x = cli::read_hdf5_side(file, "/x", "/a", /*all_rows=*/true, fuzz::world());
+  p.y = cli::read_hdf5_side(file, "/y", "/b", /*all_rows=*/true, fuzz::world());
+  cli::check_same_dimension(p);
+  const cli::WeightMass modes[] = {cli::WeightMass::normalised, cli::WeightMass::scale_free, cli::WeightMass::kept};
+  const auto mode = modes[hash % 3];
+  cli::settle_weights(p, mode, fuzz::world());
+  check_accepted_side(p.x, mode == cli::WeightMass::normalised);
+  check_accepted_side(p.y, mode == cli::WeightMass::normalised);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  fuzz::initialise(argc, argv);
+  return 0;
+}
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                                                unsigned seed) {
+  return fuzz::mutate_h5_image(data, size, max_size, seed);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (!fuzz::is_hdf5_image(data, size)) return 0;
+  fuzz::expect_only_user_errors([&] { read_problem(data, size, fuzz::choice_hash(data, size)); });
+  return 0;
+}

@@ -1,0 +1,144 @@
+#include "parse.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <utility>
+#include <fstream>
+#include <system_error>
+
+#include "kotml/core/error.hpp"
+
+namespace kotml::cli {
+namespace {
+
+/// Reads the protected parts of boost's message: its template and what the
+/// placeholders stand for.
+struct OptionErrorParts : po::error_with_option_name {
+  static const std::string& error_template(const po::error_with_option_name& e) {
+    return e.*(&OptionErrorParts::m_error_template);
+  }
+  static const std::map<std::string, std::string>& substitutions(const po::error_with_option_name& e) {
+    return e.*(&OptionErrorParts::m_substitutions);
+  }
+  static std::string prefix(const po::error_with_option_name& e) {
+    return (e.*(&OptionErrorParts::get_canonical_option_prefix))();
+  }
+  static const std::map<std::string, std::pair<std::string, std::string>>& defaults(
+      const po::error_with_option_name& e) {
+    return e.*(&OptionErrorParts::m_substitution_defaults);
+  }
+};
+
+}  // namespace
+
+std::string option_error_text(const po::error& e) {
+  const auto* named = dynamic_cast<const po::error_with_option_name*>(&e);
+  if (!named) return e.what();
+  // Each placeholder's text, or boost's default when it has none (an option
+  // without a name reads "option '%canonical_option%'" -> "option").
+  auto substitutions = OptionErrorParts::substitutions(*named);
+  substitutions["canonical_option"] = named->get_option_name();
+  substitutions["prefix"] = OptionErrorParts::prefix(*named);
+  std::string text = OptionErrorParts::error_template(*named);
+  for (const auto& [name, replacement] : OptionErrorParts::defaults(*named)) {
+    const auto found = substitutions.find(name);
+    if (found != substitutions.end() && !found->second.empty()) continue;
+    for (auto at = text.find(replacement.first); at != std::string::npos;
+         at = text.find(replacement.first, at + replacement.second.size()))
+      text.replace(at, replacement.first.size(), replacement.second);
+  }
+  std::string result;
+  for (std::size_t at = 0; at < text.size();) {
+    bool replaced = false;
+    if (text[at] == '%') {
+      const auto end = text.find('%', at + 1);
+      if (end != std::string::npos) {
+        const auto found = substitutions.find(text.substr(at + 1, end - at - 1));
+        if (found != substitutions.end()) {
+          result += found->second;
+          at = end + 1;
+          replaced = true;
+        }
+      }
+    }
+    if (!replaced) result += text[at++];
+  }
+  return result;
+}
+
+po::options_description options_of(const Subcommand& sub, po::positional_options_description& positional) {
+  po::options_description desc("Options for 'kotml " + sub.name + "'");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("config", po::value<std::string>(), "INI file with options; the command line wins")
+      ("verbose", po::bool_switch(), "print progress to stderr");
+  sub.declare(desc, positional);
+  return desc;
+}
+
+void store_config(std::istream& in, const std::string& source, const Subcommand& sub,
+                  const po::options_description& desc, const std::vector<Subcommand>& subcommands,
+                  po::variables_map& vm) {
+  po::parsed_options raw(&desc);
+  try {
+    raw = po::parse_config_file(in, desc, /*allow_unregistered=*/true);
+  } catch (const po::error& e) {
+    throw Error(source, "", option_error_text(e));
+  }
+  po::parsed_options mine(&desc);
+  for (auto option : raw.options) {
+    std::string key = option.string_key;
+    const auto dot = key.find('.');
+    if (dot != std::string::npos) {
+      const std::string section = key.substr(0, dot);
+      if (section != sub.name) {
+        bool known_section = false;
+        for (const auto& other : subcommands) known_section |= (other.name == section);
+        if (known_section) continue;
+        throw Error(source, "[" + section + "]", "unknown section; sections are named after subcommands");
+      }
+      key = key.substr(dot + 1);
+    }
+    // An empty name ("= 1", "ot. = 1") would match every option as a prefix.
+    if (key.empty()) throw Error(source, option.string_key, "a value without an option name");
+    if (key == "config") throw Error(source, option.string_key, "a configuration file cannot name another one");
+    if (!desc.find_nothrow(key, /*approx=*/false))
+      throw Error(source, key, "unknown option for 'kotml " + sub.name + "'");
+    option.string_key = key;
+    option.unregistered = false;
+    mine.options.push_back(option);
+  }
+  try {
+    po::store(mine, vm);
+  } catch (const po::error& e) {
+    throw Error(source, "", option_error_text(e));
+  }
+}
+
+void store_config_file(const std::string& path, const Subcommand& sub, const po::options_description& desc,
+                       const std::vector<Subcommand>& subcommands, po::variables_map& vm) {
+  constexpr std::uintmax_t largest_config = 1 << 20;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error(path, "", "no such configuration file");
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(path, "", "the configuration file is not a regular file (a directory, device or FIFO)");
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > largest_config)
+    throw Error(path, "", "the configuration file has " + std::to_string(bytes) +
+                              " bytes; an INI file of options is at most 1 MiB");
+  std::ifstream in(path);
+  if (!in) throw Error(path, "", "cannot open the configuration file");
+  store_config(in, path, sub, desc, subcommands, vm);
+}
+
+void notify_options(po::variables_map& vm) {
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error("", "", option_error_text(e));
+  }
+}
+
+}  // namespace kotml::cli
