@@ -4,8 +4,10 @@
 //                               Euclidean cost, ε = 0.5 × mean cost), exactly
 //                               `iters` iterations (tol = 0)
 //   BM_SinkhornDense<T>/iters   one 5000×5000 problem on a precomputed cost
-//   BM_ExpThroughput<T>         fast_exp over an L1-resident array on every
-//                               Kokkos thread: the machine's exp rate
+//   BM_ExpThroughput<T>/level   fast_exp over an L1-resident array on every
+//                               Kokkos thread at one host SIMD level (0
+//                               baseline, 1 x86-64-v3, 2 x86-64-v4): the
+//                               machine's exp rate
 //   BM_ReadBandwidth            a streaming sum over 512 MB: memory bandwidth
 //
 // Time per iteration = (time(iters = b) − time(iters = a)) / (b − a), which
@@ -24,7 +26,7 @@
 #include <vector>
 
 #include "kotml/core/random.hpp"
-#include "kotml/core/simd_clones.hpp"
+#include "kotml/core/simd_levels.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/io/hdf5.hpp"
 #include "kotml/ot/cost.hpp"
@@ -115,7 +117,7 @@ BENCHMARK_TEMPLATE(BM_SinkhornDense, float)->Arg(2)->Arg(12)->Unit(benchmark::kM
 BENCHMARK_TEMPLATE(BM_SinkhornDense, double)->Arg(2)->Arg(12)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The exp rate is measured with the same SIMD levels the Sinkhorn row kernels
-// are built for (row_lse.cpp), on the host threads.
+// are built for (lse_host.cpp), on the host threads.
 template <class T, int lanes>
 __attribute__((always_inline)) inline T exp_sweep_lanes(const T* x, int repeats) {
   T acc[lanes] = {};
@@ -126,12 +128,19 @@ __attribute__((always_inline)) inline T exp_sweep_lanes(const T* x, int repeats)
   for (int l = 0; l < lanes; ++l) sum += acc[l];
   return sum;
 }
-KOTML_SIMD_CLONES double exp_sweep(const double* x, int repeats) { return exp_sweep_lanes<double, 8>(x, repeats); }
-KOTML_SIMD_CLONES float exp_sweep(const float* x, int repeats) { return exp_sweep_lanes<float, 16>(x, repeats); }
+KOTML_SIMD_DISPATCHED(double, exp_sweep, (const double* x, int repeats), (x, repeats), exp_sweep_lanes<double, 8>(x, repeats))
+KOTML_SIMD_DISPATCHED(float, exp_sweep, (const float* x, int repeats), (x, repeats), exp_sweep_lanes<float, 16>(x, repeats))
 
-/// 4096 values per thread, held in L1, swept `repeats` times.
+/// 4096 values per thread, held in L1, swept `repeats` times, at the SIMD
+/// level given (0 baseline, 1 x86-64-v3, 2 x86-64-v4; see simd_levels.hpp).
 template <class T>
 void BM_ExpThroughput(benchmark::State& state) {
+  const auto level = simd::all_levels[state.range(0)];
+  if (!simd::available(level)) {
+    state.SkipWithError("SIMD level not available on this CPU or build");
+    return;
+  }
+  const simd::ScopedLevel at(level);
   using Host = Kokkos::DefaultHostExecutionSpace;
   const int threads = Host().concurrency();
   Kokkos::View<T**, Kokkos::LayoutRight, HostSpace> values("values", threads, 4096);
@@ -149,8 +158,16 @@ void BM_ExpThroughput(benchmark::State& state) {
       static_cast<double>(state.iterations()) * threads * repeats * 4096.0, benchmark::Counter::kIsRate);
   state.counters["threads"] = threads;
 }
-BENCHMARK_TEMPLATE(BM_ExpThroughput, float)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_ExpThroughput, double)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_ExpThroughput, float)
+    ->ArgName("simd_level")
+    ->DenseRange(0, 2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_ExpThroughput, double)
+    ->ArgName("simd_level")
+    ->DenseRange(0, 2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 /// Streaming read of 512 MB: blocks of 4096 doubles, each summed in 8 lanes so
 /// that the adds keep up with the loads.

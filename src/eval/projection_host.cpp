@@ -2,13 +2,14 @@
 
 #include "projection_host.hpp"
 
-#include "kotml/core/simd_clones.hpp"
+#include "kotml/core/simd_levels.hpp"
 
 namespace kotml::eval::detail {
 
-KOTML_SIMD_CLONES
-void project_block_host(const float* const rows[4], const double* a_t, std::int64_t ld_a, std::int64_t d,
-                        double sums[32]) {
+namespace {
+
+__attribute__((always_inline)) inline void project_block(const float* const rows[4], const double* a_t,
+                                                         std::int64_t ld_a, std::int64_t d, double sums[32]) {
   constexpr int R = 4, C = 8;
   double s[R][C] = {};
   const float* __restrict x0 = rows[0];
@@ -29,5 +30,12 @@ void project_block_host(const float* const rows[4], const double* a_t, std::int6
   for (int i = 0; i < R; ++i)
     for (int l = 0; l < C; ++l) sums[i * C + l] = s[i][l];
 }
+
+}  // namespace
+
+KOTML_SIMD_DISPATCHED(void, project_block_host,
+                      (const float* const rows[4], const double* a_t, std::int64_t ld_a, std::int64_t d,
+                       double sums[32]),
+                      (rows, a_t, ld_a, d, sums), project_block(rows, a_t, ld_a, d, sums))
 
 }  // namespace kotml::eval::detail

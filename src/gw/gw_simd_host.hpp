@@ -1,7 +1,6 @@
 #pragma once
 // Host version of sampled GW's momentum update, compiled in gw_simd_host.cpp for
-// several x86 SIMD levels and picked at load time (GCC function
-// multiversioning). The kernels in gw_kernels.hpp call it in the host pass of
+// each x86 SIMD level and run at the active one (kotml/core/simd_levels.hpp). The kernels in gw_kernels.hpp call it in the host pass of
 // their bodies and keep the portable loop for device passes; it performs the
 // same operations in the same order (eight lanes combined in a fixed tree), so
 // results do not depend on the thread or rank count. The Sinkhorn's row and

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kotml/core/simd_clones.hpp"
+#include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/fast_exp.hpp"
 
 namespace kotml::ot::detail {
@@ -61,17 +61,17 @@ __attribute__((always_inline)) inline double cost_row_lanes(Cost kind, const dou
 
 }  // namespace
 
-KOTML_SIMD_CLONES
-double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
-                     std::int64_t count, double norm_x, const double* norms_y, float* out, bool summed) {
-  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed);
-}
+KOTML_SIMD_DISPATCHED(double, cost_row_host,
+                      (Cost kind, const double* x, const double* yt, std::int64_t stride, int dim, std::int64_t count,
+                       double norm_x, const double* norms_y, float* out, bool summed),
+                      (kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed),
+                      cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed))
 
-KOTML_SIMD_CLONES
-double cost_row_host(Cost kind, const double* x, const double* yt, std::int64_t stride, int dim,
-                     std::int64_t count, double norm_x, const double* norms_y, double* out, bool summed) {
-  return cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed);
-}
+KOTML_SIMD_DISPATCHED(double, cost_row_host,
+                      (Cost kind, const double* x, const double* yt, std::int64_t stride, int dim, std::int64_t count,
+                       double norm_x, const double* norms_y, double* out, bool summed),
+                      (kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed),
+                      cost_row_lanes(kind, x, yt, stride, dim, count, norm_x, norms_y, out, summed))
 
 namespace {
 
@@ -128,17 +128,17 @@ __attribute__((always_inline)) inline void row_gradient_lanes(const T* __restric
 
 }  // namespace
 
-KOTML_SIMD_CLONES
-void row_gradient_host(const float* c, const float* h, std::int64_t m, float s, float own, bool squared,
-                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad) {
-  row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad);
-}
+KOTML_SIMD_DISPATCHED(void, row_gradient_host,
+                      (const float* c, const float* h, std::int64_t m, float s, float own, bool squared,
+                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad),
+                      (c, h, m, s, own, squared, x, yt, stride, dim, grad),
+                      row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad))
 
-KOTML_SIMD_CLONES
-void row_gradient_host(const double* c, const double* h, std::int64_t m, double s, double own, bool squared,
-                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad) {
-  row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad);
-}
+KOTML_SIMD_DISPATCHED(void, row_gradient_host,
+                      (const double* c, const double* h, std::int64_t m, double s, double own, bool squared,
+                       const double* x, const double* yt, std::int64_t stride, int dim, double* grad),
+                      (c, h, m, s, own, squared, x, yt, stride, dim, grad),
+                      row_gradient_lanes(c, h, m, s, own, squared, x, yt, stride, dim, grad))
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kotml/core/simd_clones.hpp"
+#include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/lse.hpp"
 #include "unroll.hpp"
 
@@ -122,15 +122,11 @@ __attribute__((always_inline)) inline double row_transport_lanes(const T* __rest
 
 }  // namespace
 
-KOTML_SIMD_CLONES
-double row_lse_host(const double* c, const double* h, std::int64_t m, double s, double shift) {
-  return row_lse_lanes<double, 8>(c, h, m, s, shift);
-}
+KOTML_SIMD_DISPATCHED(double, row_lse_host, (const double* c, const double* h, std::int64_t m, double s, double shift),
+                      (c, h, m, s, shift), row_lse_lanes<double, 8>(c, h, m, s, shift))
 
-KOTML_SIMD_CLONES
-float row_lse_host(const float* c, const float* h, std::int64_t m, float s, float shift) {
-  return row_lse_lanes<float, 16>(c, h, m, s, shift);
-}
+KOTML_SIMD_DISPATCHED(float, row_lse_host, (const float* c, const float* h, std::int64_t m, float s, float shift),
+                      (c, h, m, s, shift), row_lse_lanes<float, 16>(c, h, m, s, shift))
 
 /// Σ_j exp(h_j − s·c_j − shift), the lanes of row_lse's one-pass path.
 template <class T, int W>
@@ -147,51 +143,43 @@ __attribute__((always_inline)) inline T row_sum_lanes(const T* __restrict c, con
   return shifted_sum<T, W>(c, h, full, tail_c, tail_h, s, shift);
 }
 
-KOTML_SIMD_CLONES
-double row_sum_host(const double* c, const double* h, std::int64_t m, double s, double shift) {
-  return row_sum_lanes<double, 8>(c, h, m, s, shift);
-}
+KOTML_SIMD_DISPATCHED(double, row_sum_host, (const double* c, const double* h, std::int64_t m, double s, double shift),
+                      (c, h, m, s, shift), row_sum_lanes<double, 8>(c, h, m, s, shift))
 
-KOTML_SIMD_CLONES
-float row_sum_host(const float* c, const float* h, std::int64_t m, float s, float shift) {
-  return row_sum_lanes<float, 16>(c, h, m, s, shift);
-}
+KOTML_SIMD_DISPATCHED(float, row_sum_host, (const float* c, const float* h, std::int64_t m, float s, float shift),
+                      (c, h, m, s, shift), row_sum_lanes<float, 16>(c, h, m, s, shift))
 
-KOTML_SIMD_CLONES
-double row_transport_host(const double* c, const double* h, std::int64_t m, double s, double own, double* plan) {
-  return row_transport_lanes<double, 8>(c, h, m, s, own, plan);
-}
+KOTML_SIMD_DISPATCHED(double, row_transport_host,
+                      (const double* c, const double* h, std::int64_t m, double s, double own, double* plan),
+                      (c, h, m, s, own, plan), row_transport_lanes<double, 8>(c, h, m, s, own, plan))
 
-KOTML_SIMD_CLONES
-double row_transport_host(const float* c, const float* h, std::int64_t m, float s, float own, float* plan) {
-  return row_transport_lanes<float, 16>(c, h, m, s, own, plan);
-}
+KOTML_SIMD_DISPATCHED(double, row_transport_host,
+                      (const float* c, const float* h, std::int64_t m, float s, float own, float* plan),
+                      (c, h, m, s, own, plan), row_transport_lanes<float, 16>(c, h, m, s, own, plan))
 
 // Columns: the portable bodies, compiled per SIMD level; the lanes run across
 // the columns of a tile row, so no sum is reordered.
 
-KOTML_SIMD_CLONES
-void column_max_tile_host(const double* c, std::int64_t ld, std::int64_t rows, std::int64_t width,
-                          const double* u, double s, double* top) {
-  column_max_tile<double>(c, ld, rows, width, u, s, top);
-}
+KOTML_SIMD_DISPATCHED(void, column_max_tile_host,
+                      (const double* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const double* u,
+                       double s, double* top),
+                      (c, ld, rows, width, u, s, top), column_max_tile<double>(c, ld, rows, width, u, s, top))
 
-KOTML_SIMD_CLONES
-void column_max_tile_host(const float* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const float* u,
-                          float s, float* top) {
-  column_max_tile<float>(c, ld, rows, width, u, s, top);
-}
+KOTML_SIMD_DISPATCHED(void, column_max_tile_host,
+                      (const float* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const float* u, float s,
+                       float* top),
+                      (c, ld, rows, width, u, s, top), column_max_tile<float>(c, ld, rows, width, u, s, top))
 
-KOTML_SIMD_CLONES
-void column_sum_tile_host(const double* c, std::int64_t ld, std::int64_t rows, std::int64_t width,
-                          const double* u, double s, const double* shift, double* acc) {
-  column_sum_tile<double>(c, ld, rows, width, u, s, shift, acc);
-}
+KOTML_SIMD_DISPATCHED(void, column_sum_tile_host,
+                      (const double* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const double* u,
+                       double s, const double* shift, double* acc),
+                      (c, ld, rows, width, u, s, shift, acc),
+                      column_sum_tile<double>(c, ld, rows, width, u, s, shift, acc))
 
-KOTML_SIMD_CLONES
-void column_sum_tile_host(const float* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const float* u,
-                          float s, const float* shift, float* acc) {
-  column_sum_tile<float>(c, ld, rows, width, u, s, shift, acc);
-}
+KOTML_SIMD_DISPATCHED(void, column_sum_tile_host,
+                      (const float* c, std::int64_t ld, std::int64_t rows, std::int64_t width, const float* u, float s,
+                       const float* shift, float* acc),
+                      (c, ld, rows, width, u, s, shift, acc),
+                      column_sum_tile<float>(c, ld, rows, width, u, s, shift, acc))
 
 }  // namespace kotml::ot::detail

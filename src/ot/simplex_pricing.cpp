@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "kotml/core/simd_clones.hpp"
+#include "kotml/core/simd_levels.hpp"
 
 namespace kotml::ot::detail {
 namespace {
@@ -75,16 +75,22 @@ __attribute__((always_inline)) inline std::int32_t price_lanes(const double* __r
 }
 #endif
 
-}  // namespace
-
-KOTML_SIMD_CLONES
-std::int32_t price_segment_host(const double* cost, const std::int8_t* out_of_basis, const double* pi_col,
-                                double pi_row, std::int32_t count, double& best) {
+__attribute__((always_inline)) inline std::int32_t scan_segment(const double* cost, const std::int8_t* out_of_basis,
+                                                                const double* pi_col, double pi_row, std::int32_t count,
+                                                                double& best) {
 #ifdef KOTML_OT_VECTOR_PRICING
   return price_lanes(cost, out_of_basis, pi_col, pi_row, count, best);
 #else
   return price_sequential(cost, out_of_basis, pi_col, pi_row, 0, count, best, -1);
 #endif
 }
+
+}  // namespace
+
+KOTML_SIMD_DISPATCHED(std::int32_t, price_segment_host,
+                      (const double* cost, const std::int8_t* out_of_basis, const double* pi_col, double pi_row,
+                       std::int32_t count, double& best),
+                      (cost, out_of_basis, pi_col, pi_row, count, best),
+                      scan_segment(cost, out_of_basis, pi_col, pi_row, count, best))
 
 }  // namespace kotml::ot::detail

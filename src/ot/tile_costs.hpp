@@ -16,7 +16,7 @@
 // A tile is a fixed sequence of operations per entry: the feature sum
 // acc = fma(x_k, y_k, acc) (or fma(x_k − y_k, x_k − y_k, acc) for euclidean) in
 // coordinate order from zero, then the OTT formula, then the weights and the
-// label term. The host clones (tile_costs_host.cpp) and the portable loop
+// label term. The host SIMD copies (tile_costs_host.cpp) and the portable loop
 // below do exactly that, so stored and recomputed tiles are the same bits.
 
 #include <Kokkos_Core.hpp>
@@ -90,7 +90,7 @@ struct TileCostData {
 
   /// Tile (I, J): a pointer to its 64 × 256 costs (row-major, valid in
   /// rows_in(I) × cols_in(J)), from storage or computed into `scratch` by the
-  /// calling team (host: one thread, SIMD clones). Ends with a team barrier.
+  /// calling team (host: one thread, SIMD copies). Ends with a team barrier.
   template <class Member>
   KOKKOS_INLINE_FUNCTION const T* tile(const Member& team, std::int64_t I, std::int64_t J, T* scratch) const {
     if (stored.extent(0) > 0) return stored.data() + (I * col_tiles + J) * tile_entries;
@@ -102,7 +102,7 @@ struct TileCostData {
   KOKKOS_INLINE_FUNCTION void compute(const Member& team, std::int64_t I, std::int64_t J, T* out) const;
 };
 
-/// Host clones of a whole tile (tile_costs_host.cpp); same bits as entry().
+/// Host SIMD copies of a whole tile (tile_costs_host.cpp); same bits as entry().
 void cost_tile_host(const TileCostData<float>& data, std::int64_t I, std::int64_t J, float* out);
 void cost_tile_host(const TileCostData<double>& data, std::int64_t I, std::int64_t J, double* out);
 

@@ -1,8 +1,8 @@
 // Host tile costs (see tile_costs.hpp): a register-blocked product of the
 // tile's rows of x with its k-major panel of y (AVX2 + FMA intrinsics where the
-// CPU has them, picked at run time), then the OTT formula row by row (SIMD
-// clones). Each entry's feature sum is one chain of fused multiply-adds in
-// coordinate order from zero, exactly as TileCostData::entry computes it, so
+// active SIMD level has them), then the OTT formula row by row (one copy per
+// SIMD level, kotml/core/simd_levels.hpp). Each entry's feature sum is one
+// chain of fused multiply-adds in coordinate order from zero, exactly as TileCostData::entry computes it, so
 // every CPU (and the portable loop) gives the same bits; the blocking only
 // keeps R × 16 independent chains in registers.
 //
@@ -11,7 +11,7 @@
 
 #include "tile_costs.hpp"
 
-#include "kotml/core/simd_clones.hpp"
+#include "kotml/core/simd_levels.hpp"
 
 #include <cmath>
 
@@ -125,17 +125,14 @@ __attribute__((target("avx2,fma"))) void products_avx2(const T* x, std::int64_t 
   }
 }
 
-bool cpu_has_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
 #endif
 
 template <class T>
 void products(const TileCostData<T>& d, const T* x, std::int64_t rows, const T* panel, std::int64_t width, T* out) {
   const bool difference = d.kind == Cost::euclidean;
 #ifdef KOTML_TILE_AVX2
-  if (cpu_has_avx2_fma()) {
+  // Every level from x86-64-v3 up has AVX2 and FMA.
+  if (simd::active() != simd::Level::baseline) {
     if (difference)
       products_avx2<T, true>(x, d.dim, rows, panel, width, d.dim, out);
     else
@@ -179,15 +176,13 @@ __attribute__((always_inline)) inline void finish_tile(const TileCostData<T>& d,
   }
 }
 
-KOTML_SIMD_CLONES
-void finish_tile_host(const TileCostData<double>& d, std::int64_t I, std::int64_t J, double* out) {
-  finish_tile<double>(d, I, J, out);
-}
+KOTML_SIMD_DISPATCHED(void, finish_tile_host,
+                      (const TileCostData<double>& d, std::int64_t I, std::int64_t J, double* out), (d, I, J, out),
+                      finish_tile<double>(d, I, J, out))
 
-KOTML_SIMD_CLONES
-void finish_tile_host(const TileCostData<float>& d, std::int64_t I, std::int64_t J, float* out) {
-  finish_tile<float>(d, I, J, out);
-}
+KOTML_SIMD_DISPATCHED(void, finish_tile_host,
+                      (const TileCostData<float>& d, std::int64_t I, std::int64_t J, float* out), (d, I, J, out),
+                      finish_tile<float>(d, I, J, out))
 
 template <class T>
 void cost_tile(const TileCostData<T>& d, std::int64_t I, std::int64_t J, T* out) {

@@ -36,7 +36,7 @@ using ColumnFixed = dist::UnitFixed;
 constexpr int column_limbs = ColumnFixed::limbs;
 
 /// One team per unit (row tile or column tile) with `scratch_bytes` of team
-/// scratch: a single thread on host backends (the SIMD clones vectorise inside a
+/// scratch: a single thread on host backends (the host SIMD copies vectorise inside a
 /// tile), a team of threads with vector lanes on GPUs.
 TilePolicy tile_policy(std::int64_t units, std::size_t scratch_bytes);
 

@@ -55,7 +55,7 @@
 //     column sums travelling with their block. Not built.
 //
 // Cost storage. A tile is computed by a register-blocked product X̂·Ŷᵀ (host
-// SIMD clones; fused multiply-adds in feature order) plus the norms and label
+// SIMD copies per level; fused multiply-adds in feature order) plus the norms and label
 // terms, in a thread's scratch pad right before its exps, so it never goes back
 // to memory. When the rank's whole tile set fits `cost_memory`, tiles are
 // computed once and stored (tile-major), and every later half-step only reads

@@ -1,0 +1,281 @@
+// One result on every CPU: each host SIMD kernel (KOTML_SIMD_DISPATCHED,
+// kotml/core/simd_levels.hpp) is run at every level this CPU has, on the same
+// inputs, and its outputs must equal the baseline copy's bit for bit. Then a
+// whole tiled Sinkhorn solve (tile products, cost formulas, row and column
+// log-sum-exps) is run at each level and its potentials compared the same way.
+// Inputs cover vector tails (lengths around 8 and 16), NaN/±∞ shift guesses,
+// ties in the pricing scan, zero costs in the gradient and all three costs.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "eval/projection_host.hpp"
+#include "gw/gw_simd_host.hpp"
+#include "kotml/core/simd_levels.hpp"
+#include "kotml/ot/lse.hpp"
+#include "kotml/ot/tiled_sinkhorn.hpp"
+#include "ot/cost_rows.hpp"
+#include "ot/simplex_pricing.hpp"
+#include "tiled_test_support.hpp"
+
+namespace kotml {
+namespace {
+
+using Outputs = std::vector<double>;
+
+std::vector<simd::Level> levels_above_baseline() {
+  std::vector<simd::Level> levels;
+  for (const auto level : simd::all_levels)
+    if (level != simd::Level::baseline && simd::available(level)) levels.push_back(level);
+  return levels;
+}
+
+/// Runs `work` at the baseline and at every other available level; every
+/// level's outputs must have the baseline's bits (NaN payloads included).
+void expect_same_bits_at_every_level(const std::string& what, const std::function<Outputs()>& work) {
+  const auto levels = levels_above_baseline();
+  if (levels.empty()) GTEST_SKIP() << "this build or CPU has only the baseline SIMD level";
+  Outputs baseline;
+  {
+    simd::ScopedLevel at(simd::Level::baseline);
+    baseline = work();
+  }
+  ASSERT_FALSE(baseline.empty());
+  for (const auto level : levels) {
+    simd::ScopedLevel at(level);
+    const Outputs got = work();
+    ASSERT_EQ(got.size(), baseline.size()) << what;
+    std::size_t differing = 0, first = 0;
+    for (std::size_t k = 0; k < got.size(); ++k)
+      if (std::memcmp(&got[k], &baseline[k], sizeof(double)) != 0 && differing++ == 0) first = k;
+    EXPECT_EQ(differing, 0u) << what << " at " << simd::name(level) << ": first difference at output " << first
+                             << " (" << got[first] << " against " << baseline[first] << ")";
+  }
+}
+
+template <class T>
+std::vector<T> uniform(std::size_t n, double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> pick(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(pick(engine));
+  return v;
+}
+
+template <class T>
+void append(Outputs& out, const std::vector<T>& values) {
+  for (const T v : values) out.push_back(static_cast<double>(v));
+}
+
+const std::int64_t lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100, 1001};
+
+TEST(SimdLevels, ScopedLevelChoosesTheActiveLevel) {
+  const auto before = simd::active();
+  EXPECT_TRUE(simd::available(before));
+  EXPECT_TRUE(simd::available(simd::Level::baseline));
+  {
+    simd::ScopedLevel at(simd::Level::baseline);
+    EXPECT_EQ(simd::active(), simd::Level::baseline);
+  }
+  EXPECT_EQ(simd::active(), before);
+#if KOTML_SIMD_HAS_LEVELS
+  // The default is the best level the CPU has.
+  for (const auto level : simd::all_levels) {
+    if (simd::available(level)) EXPECT_GE(static_cast<int>(before), static_cast<int>(level));
+  }
+#endif
+}
+
+template <class T>
+void check_rows() {
+  expect_same_bits_at_every_level(std::string("row kernels, ") + (sizeof(T) == 4 ? "float" : "double"), [] {
+    Outputs out;
+    std::uint64_t seed = 10;
+    for (const auto m : lengths) {
+      const auto c = uniform<T>(m, 0, 4, ++seed), h = uniform<T>(m, -3, 3, ++seed);
+      const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+      for (const T s : {T(0.5), T(20), T(3000)}) {
+        for (const T shift : {nan, inf, -inf, T(1.25)}) out.push_back(ot::detail::row_lse_host(c.data(), h.data(), m, s, shift));
+        out.push_back(ot::detail::row_sum_host(c.data(), h.data(), m, s, T(-0.5)));
+        std::vector<T> plan(static_cast<std::size_t>(m));
+        out.push_back(ot::detail::row_transport_host(c.data(), h.data(), m, s, T(0.3), plan.data()));
+        append(out, plan);
+        out.push_back(ot::detail::row_transport_host(c.data(), h.data(), m, s, T(0.3), static_cast<T*>(nullptr)));
+      }
+    }
+    return out;
+  });
+}
+TEST(SimdLevels, RowLogSumExpsHaveTheBaselineBits) {
+  check_rows<double>();
+  check_rows<float>();
+}
+
+template <class T>
+void check_column_tiles() {
+  expect_same_bits_at_every_level(std::string("column tiles, ") + (sizeof(T) == 4 ? "float" : "double"), [] {
+    Outputs out;
+    std::uint64_t seed = 40;
+    const std::int64_t ld = 1030;
+    for (const std::int64_t rows : {1, 5, 33})
+      for (const auto width : lengths) {
+        const auto c = uniform<T>(static_cast<std::size_t>(rows * ld), 0, 4, ++seed);
+        const auto u = uniform<T>(static_cast<std::size_t>(rows), -2, 2, ++seed);
+        const auto shift = uniform<T>(static_cast<std::size_t>(width), -1, 1, ++seed);
+        std::vector<T> top(static_cast<std::size_t>(width), -std::numeric_limits<T>::infinity());
+        std::vector<T> acc(static_cast<std::size_t>(width), T(0));
+        ot::detail::column_max_tile_host(c.data(), ld, rows, width, u.data(), T(7), top.data());
+        ot::detail::column_sum_tile_host(c.data(), ld, rows, width, u.data(), T(7), shift.data(), acc.data());
+        append(out, top);
+        append(out, acc);
+      }
+    return out;
+  });
+}
+TEST(SimdLevels, ColumnTilesHaveTheBaselineBits) {
+  check_column_tiles<double>();
+  check_column_tiles<float>();
+}
+
+template <class Out>
+Outputs cost_rows_of(ot::Cost kind, std::uint64_t seed) {
+  Outputs out;
+  const int dim = 13;
+  const std::int64_t pool = 1100;
+  // Coordinate-major pool; points 0 and 1 coincide (zero costs, zero gradient weights).
+  auto pool_t = uniform<double>(static_cast<std::size_t>(dim * pool), -2, 2, seed);
+  for (int k = 0; k < dim; ++k) pool_t[static_cast<std::size_t>(k * pool + 1)] = pool_t[static_cast<std::size_t>(k * pool)];
+  std::vector<double> norms(static_cast<std::size_t>(pool));
+  for (std::int64_t r = 0; r < pool; ++r) {
+    double n2 = 0;
+    for (int k = 0; k < dim; ++k) n2 += pool_t[static_cast<std::size_t>(k * pool + r)] * pool_t[static_cast<std::size_t>(k * pool + r)];
+    norms[static_cast<std::size_t>(r)] = std::sqrt(n2);
+  }
+  for (const auto count : lengths) {
+    std::vector<Out> row(static_cast<std::size_t>(count));
+    out.push_back(ot::detail::cost_row_host(kind, pool_t.data(), pool_t.data(), pool, dim, count, norms[0], norms.data(),
+                                            row.data(), true));
+    append(out, row);
+    const auto h = uniform<Out>(static_cast<std::size_t>(count), -1, 1, seed + static_cast<std::uint64_t>(count));
+    for (const bool squared : {false, true}) {
+      std::vector<double> grad(static_cast<std::size_t>(dim));
+      ot::detail::row_gradient_host(row.data(), h.data(), count, Out(1.5), Out(-0.25), squared, pool_t.data(),
+                                    pool_t.data(), pool, dim, grad.data());
+      append(out, grad);
+    }
+  }
+  return out;
+}
+TEST(SimdLevels, CostRowsAndGradientsHaveTheBaselineBits) {
+  for (const auto kind : {ot::Cost::euclidean, ot::Cost::sqeuclidean, ot::Cost::cosine}) {
+    expect_same_bits_at_every_level(std::string("cost rows (float) ") + ot::cost_name(kind),
+                                    [kind] { return cost_rows_of<float>(kind, 70); });
+    expect_same_bits_at_every_level(std::string("cost rows (double) ") + ot::cost_name(kind),
+                                    [kind] { return cost_rows_of<double>(kind, 71); });
+  }
+}
+
+template <class T>
+Outputs momentum_rows(std::uint64_t seed) {
+  Outputs out;
+  for (const auto count : lengths) {
+    const auto cost = uniform<T>(static_cast<std::size_t>(count), 0, 3, seed++);
+    const auto log_v = uniform<T>(static_cast<std::size_t>(count), -2, 2, seed++);
+    auto plan = uniform<T>(static_cast<std::size_t>(count), 0, 0.01, seed++);
+    double sums[3];
+    gw::detail::momentum_row_host(cost.data(), plan.data(), log_v.data(), count, T(-0.7), T(40), T(0.8), sums);
+    append(out, plan);
+    out.insert(out.end(), sums, sums + 3);
+  }
+  return out;
+}
+TEST(SimdLevels, GwMomentumRowsHaveTheBaselineBits) {
+  expect_same_bits_at_every_level("GW momentum rows (double)", [] { return momentum_rows<double>(90); });
+  expect_same_bits_at_every_level("GW momentum rows (float)", [] { return momentum_rows<float>(91); });
+}
+
+TEST(SimdLevels, ProjectionBlocksHaveTheBaselineBits) {
+  expect_same_bits_at_every_level("projection blocks", [] {
+    Outputs out;
+    for (const std::int64_t d : {1, 7, 50, 2000}) {
+      const auto x = uniform<float>(static_cast<std::size_t>(4 * d), -3, 3, 110 + static_cast<std::uint64_t>(d));
+      const std::int64_t ld_a = 11;
+      const auto a_t = uniform<double>(static_cast<std::size_t>(d * ld_a), -1, 1, 120 + static_cast<std::uint64_t>(d));
+      const float* rows[4] = {x.data(), x.data() + d, x.data() + 2 * d, x.data() + 3 * d};
+      double sums[32];
+      eval::detail::project_block_host(rows, a_t.data(), ld_a, d, sums);
+      out.insert(out.end(), sums, sums + 32);
+    }
+    return out;
+  });
+}
+
+TEST(SimdLevels, PricingScansHaveTheBaselineAnswers) {
+  expect_same_bits_at_every_level("pricing scans", [] {
+    Outputs out;
+    std::uint64_t seed = 130;
+    for (const auto count : lengths) {
+      // Costs on a coarse grid, so that equal reduced costs (ties) are common.
+      auto cost = uniform<double>(static_cast<std::size_t>(count), 0, 8, ++seed);
+      for (auto& c : cost) c = std::floor(c);
+      const auto pi_col = uniform<double>(static_cast<std::size_t>(count), 0, 4, ++seed);
+      auto pi_grid = pi_col;
+      for (auto& p : pi_grid) p = std::floor(p);
+      std::vector<std::int8_t> out_of_basis(static_cast<std::size_t>(count));
+      std::mt19937_64 engine(++seed);
+      for (auto& o : out_of_basis) o = static_cast<std::int8_t>(engine() % 4 != 0);
+      const std::vector<double>* prices[] = {&pi_col, &pi_grid};
+      for (const auto* pi : prices)
+        for (const double start : {0.0, -2.0, -100.0}) {
+          double best = start;
+          const auto at = ot::detail::price_segment_host(cost.data(), out_of_basis.data(), pi->data(), 1.0,
+                                                         static_cast<std::int32_t>(count), best);
+          out.push_back(at);
+          out.push_back(best);
+        }
+    }
+    return out;
+  });
+}
+
+template <class T>
+Outputs tiled_potentials(ot::Cost kind, bool labelled) {
+  static const dist::Comm self(MPI_COMM_SELF);
+  const auto x = ot::test::random_cloud(70, 9, 1), y = ot::test::random_cloud(300, 9, 2);
+  ot::PointCost cost;
+  cost.kind = kind;
+  cost.feature_weight = 0.75;
+  if (labelled) cost.label = ot::test::label_table(3, 3, 1.5);
+  ot::test::DevicePoints<T> dx(x), dy(y);
+  ot::TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.threshold = 1e-9;
+  o.max_iterations = 300;
+  o.storage = ot::CostStorage::online;
+  ot::TiledSinkhorn<T> solver(self, ot::RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  const auto report = solver.solve();
+  Outputs out = solver.f();
+  const auto g = solver.g();
+  out.insert(out.end(), g.begin(), g.end());
+  out.push_back(static_cast<double>(report.iterations));
+  return out;
+}
+TEST(SimdLevels, TiledSinkhornSolvesHaveTheBaselineBits) {
+  for (const auto kind : {ot::Cost::euclidean, ot::Cost::sqeuclidean, ot::Cost::cosine}) {
+    expect_same_bits_at_every_level(std::string("tiled Sinkhorn (float) ") + ot::cost_name(kind),
+                                    [kind] { return tiled_potentials<float>(kind, kind == ot::Cost::cosine); });
+    expect_same_bits_at_every_level(std::string("tiled Sinkhorn (double) ") + ot::cost_name(kind),
+                                    [kind] { return tiled_potentials<double>(kind, kind != ot::Cost::cosine); });
+  }
+}
+
+}  // namespace
+}  // namespace kotml
