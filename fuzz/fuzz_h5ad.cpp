@@ -32,6 +32,13 @@ void list_everything(const std::uint8_t* data, std::size_t size) {
   cli::print_info(out, reader, reader.obs_columns());
 }
 
+/// The largest matrix (rows × columns, read as dense rows) a cohort is built
+/// from. A chunked dataset may declare 2^40 values while storing none; kotml
+/// reads it as HDF5 says (fill values), which takes minutes and gigabytes, as
+/// a real file that size would. That is the input's size, not a bug, and it
+/// would only make the fuzzer time out.
+constexpr std::int64_t max_cohort_values = std::int64_t(1) << 26;
+
 template <class List>
 std::string pick(const List& list, std::uint64_t& hash) {
   if (list.empty()) return "";
@@ -54,6 +61,10 @@ void build_a_cohort(const std::uint8_t* data, std::size_t size, std::uint64_t ha
     default: break;
   }
   hash /= 4;
+  const auto matrix = reader.matrix_info(!options.use_rep.empty() ? "obsm/" + options.use_rep
+                                         : !options.layer.empty() ? "layers/" + options.layer
+                                                                  : "X");
+  if (matrix.cols > 0 && matrix.rows > max_cohort_values / matrix.cols) return;
   options.n_cells = 1 + static_cast<std::int64_t>(hash % 7);
   options.all_cells = hash % 5 == 0;
   options.keep_small_donors = hash % 3 == 0;

@@ -71,6 +71,14 @@ std::int64_t AnnDataSource::n_features(const std::string& element) const {
   if (info.rows != n_obs())
     throw Error(name(), element,
                 "has " + std::to_string(info.rows) + " rows but obs has " + std::to_string(n_obs()));
+  // A shape is only what the file says: a chunked dataset may declare any
+  // size without storing it. Past int32 column indices (AnnData's usual
+  // sparse index type) no cell's row is a real one; before this check such a
+  // file failed as "out of memory" (found by fuzz_h5ad).
+  if (info.cols > max_features)
+    throw Error(name(), element,
+                "has " + std::to_string(info.cols) + " columns: more than the " + std::to_string(max_features) +
+                    " features a cell can have");
   return info.cols;
 }
 

@@ -29,6 +29,19 @@ void ExactSum::add(std::size_t index, double value) {
 
 void ExactSum::add(const double* values) {
   for (std::size_t i = 0; i < width_; ++i) add(i, values[i]);
+  count_addition();
+}
+
+void ExactSum::add_rows(const double* values, const std::int32_t* rows, std::size_t count, std::size_t row_width) {
+  for (std::size_t p = 0; p < count; ++p) {
+    const auto row = static_cast<std::size_t>(rows[p]);
+    internal_check(rows[p] >= 0 && (row + 1) * row_width <= width_, "ExactSum::add_rows: row out of range");
+    for (std::size_t j = 0; j < row_width; ++j) add(row * row_width + j, values[p * row_width + j]);
+  }
+  count_addition();
+}
+
+void ExactSum::count_addition() {
   if (++additions_ >= additions_before_carry) {
     for (std::size_t i = 0; i < width_; ++i) Fixed::carry(&limbs_[i * limbs]);
     additions_ = 0;

@@ -42,6 +42,31 @@ TEST(ExactSum, CancellationLeavesTheSmallRemainderExact) {
   EXPECT_EQ(t.local_total()[0], -3e-12);
 }
 
+TEST(ExactSum, AddRowsEqualsADenseAddWithZerosElsewhere) {
+  // Rows 3 and 0 (of 5, 4 wide) from a 2-row block, several times over.
+  std::mt19937_64 gen(2);
+  std::uniform_real_distribution<double> pick(-1e3, 1e3);
+  ExactSum sparse(20), dense(20);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<double> block(8);
+    for (auto& v : block) v = pick(gen) * std::pow(10.0, round % 7 - 3);
+    const std::int32_t rows[2] = {3, 0};
+    sparse.add_rows(block.data(), rows, 2, 4);
+    std::vector<double> full(20, 0.0);
+    for (int j = 0; j < 4; ++j) {
+      full[static_cast<std::size_t>(3 * 4 + j)] = block[static_cast<std::size_t>(j)];
+      full[static_cast<std::size_t>(j)] = block[static_cast<std::size_t>(4 + j)];
+    }
+    dense.add(full);
+  }
+  const auto a = sparse.local_total(), b = dense.local_total();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
+  EXPECT_NE(a[0], 0.0);
+  EXPECT_EQ(a[4], 0.0);  // row 1 was never touched
+  const std::int32_t outside[1] = {5};
+  EXPECT_THROW(sparse.add_rows(a.data(), outside, 1, 4), kotml::InternalError);
+}
+
 TEST(ExactSum, RejectsNonFinite) {
   ExactSum s(2);
   EXPECT_THROW(s.add(1, std::nan("")), kotml::Error);

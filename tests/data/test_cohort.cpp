@@ -4,6 +4,7 @@
 // rank count; and donors loaded on only some ranks equal the full build.
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -160,6 +161,66 @@ TEST(Cohort, BuiltAcrossRanksEqualsBuiltAloneOnEveryRank) {
   }
 }
 
+TEST(Cohort, ADeclaredShapeWiderThanAnyCellIsRefusedByName) {
+  // Found by fuzz_h5ad: a CSR matrix's shape attribute may declare 2^59
+  // columns while storing a few values; in obsm, where no var count bounds
+  // it, the cohort builder sized its sums by it and failed as "out of
+  // memory". Each rank makes its own copy here.
+  auto sim = small_toy2d();
+  sim.sparse = true;
+  sim.indptr.assign(1, 0);
+  for (std::int64_t i = 0; i < sim.n_obs; ++i) {
+    for (std::int64_t j = 0; j < sim.n_vars; ++j) {
+      const float v = sim.x[static_cast<std::size_t>(i * sim.n_vars + j)];
+      if (v == 0.0f) continue;
+      sim.indices.push_back(j);
+      sim.values.push_back(v);
+    }
+    sim.indptr.push_back(static_cast<std::int64_t>(sim.values.size()));
+  }
+  sim.x.clear();
+  test::TempDir dir;
+  const std::string path = dir.file("wide.h5ad");
+  write_h5ad(path, sim);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(H5Ocopy(file, "X", file, "obsm/X_wide", H5P_DEFAULT, H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  const auto declare_columns = [&](std::int64_t columns) {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    // Through the open group: HDF5 1.10 cannot write an attribute opened by name.
+    const hid_t x = H5Oopen(file, "obsm/X_wide", H5P_DEFAULT);
+    const hid_t shape = H5Aopen(x, "shape", H5P_DEFAULT);
+    ASSERT_GE(shape, 0);
+    const std::int64_t value[2] = {sim.n_obs, columns};
+    EXPECT_GE(H5Awrite(shape, H5T_NATIVE_INT64, value), 0);
+    H5Aclose(shape);
+    H5Oclose(x);
+    H5Fclose(file);
+  };
+  declare_columns(CellSource::max_features);
+  EXPECT_EQ(AnnDataSource(path).n_features("obsm/X_wide"), CellSource::max_features);
+  for (const std::int64_t columns : {CellSource::max_features + 1, std::int64_t(1) << 59}) {
+    declare_columns(columns);
+    CohortOptions o;
+    o.input = path;
+    o.use_rep = "X_wide";
+    o.normalize = true;
+    try {
+      (void)build_cohort(o, self());
+      ADD_FAILURE() << "a cohort was built on " << columns << " columns";
+    } catch (const Error& e) {
+      EXPECT_FALSE(e.is_internal());
+      EXPECT_NE(std::string(e.what()).find("obsm/X_wide: has " + std::to_string(columns) +
+                                           " columns: more than the 2147483647 features a cell can have"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Cohort, DonorsLoadedOnSomeRanksEqualTheFullBuild) {
   const auto sim = small_toy2d();
   const SharedFile file(sim);
@@ -287,6 +348,24 @@ TEST(Cohort, NumericDonorsAndLabelsSortByValueAsNumpyUnique) {
   EXPECT_EQ(as_numbers.donor_ids(), (std::vector<std::string>{"2", "9", "10"}));
   EXPECT_EQ(as_numbers.classes, (std::vector<std::string>{"9", "10"}));
   EXPECT_EQ(as_numbers.labels(), (std::vector<std::int32_t>{1, 0, 1}));
+}
+
+TEST(Cohort, SubnormalAndNanNumericDonorsSortByValue) {
+  // Found by fuzz_h5ad: a float donor column holding 5e-324 (a subnormal,
+  // which std::stod rejects with out_of_range) ended the cohort build with an
+  // internal error. NaN sorts last, as numpy.unique puts it.
+  const std::vector<std::string> donor = {"5e-324", "1", "nan", "-1e-310", "5e-324", "1", "nan", "-1e-310"};
+  const std::vector<std::string> label = {"a", "b", "a", "b", "a", "b", "a", "b"};
+  std::vector<float> x(donor.size());
+  std::iota(x.begin(), x.end(), 0.0f);
+  TableSource t("subnormal", static_cast<std::int64_t>(donor.size()), 1, x);
+  t.add_obs("donor", donor);
+  t.add_obs("label", label);
+  t.mark_numeric("donor");
+  auto o = table_options();
+  o.n_cells = 2;
+  const Cohort c = build_cohort(t, o, world());
+  EXPECT_EQ(c.donor_ids(), (std::vector<std::string>{"-1e-310", "5e-324", "1", "nan"}));
 }
 
 TEST(Cohort, GroupModeUsesGlobalCentroidsAndGroupFractions) {

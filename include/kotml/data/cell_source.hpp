@@ -32,9 +32,10 @@ class CellSource {
 
   /// Keys below "layers" or "obsm".
   virtual std::vector<std::string> keys(const std::string& group) const = 0;
-  /// Columns of an element ("X", "layers/<k>", "obsm/<k>"); Error if it is absent
-  /// or not a 2-D matrix with n_obs rows.
+  /// Columns of an element ("X", "layers/<k>", "obsm/<k>"); Error if it is absent,
+  /// not a 2-D matrix with n_obs rows, or wider than max_features.
   virtual std::int64_t n_features(const std::string& element) const = 0;
+  static constexpr std::int64_t max_features = 2147483647;
   virtual std::vector<std::string> var_names() const = 0;
   /// Dense row-major copy of the given rows (in the given order).
   virtual std::vector<float> read_rows(const std::string& element,

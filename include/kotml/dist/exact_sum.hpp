@@ -33,6 +33,10 @@ class ExactSum {
   void add(const std::vector<double>& values) { add(values.data()); }
   /// Adds one element.
   void add(std::size_t index, double value);
+  /// Sees the sum as rows of row_width elements and adds block row p
+  /// (values[p·row_width ..]) to row rows[p], for p < count: a sparse add(),
+  /// for blocks that touch few rows of a wide sum. Same errors as add().
+  void add_rows(const double* values, const std::int32_t* rows, std::size_t count, std::size_t row_width);
 
   /// The local total, rounded once to double.
   std::vector<double> local_total() const;
@@ -44,6 +48,7 @@ class ExactSum {
 
  private:
   static std::vector<double> to_double(std::vector<std::int64_t> limbs, std::size_t width);
+  void count_addition();
   std::size_t width_;
   std::vector<std::int64_t> limbs_;  // width_ × limbs, element-major
   std::int64_t additions_ = 0;
