@@ -39,20 +39,10 @@ void read_and_walk(const std::uint8_t* data, std::size_t size) {
     if (std::isnan(host(0, v)) || host(0, v) < 0) fuzz::report_bug("a shortest path is NaN or negative");
 }
 
+void fuzz_one(const std::uint8_t* data, std::size_t size) {
+  fuzz::expect_only_user_errors([&] { read_and_walk(data, size); });
+}
+
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  fuzz::initialise(argc, argv);
-  return 0;
-}
-
-extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
-                                                unsigned seed) {
-  return fuzz::mutate_h5_image(data, size, max_size, seed);
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (!fuzz::is_hdf5_image(data, size)) return 0;
-  fuzz::expect_only_user_errors([&] { read_and_walk(data, size); });
-  return 0;
-}
+KOTML_HDF5_IMAGE_FUZZER(fuzz_one)

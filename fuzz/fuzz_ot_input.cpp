@@ -47,20 +47,10 @@ void read_problem(const std::uint8_t* data, std::size_t size, std::uint64_t hash
   check_accepted_side(p.y, mode == cli::WeightMass::normalised);
 }
 
+void fuzz_one(const std::uint8_t* data, std::size_t size) {
+  fuzz::expect_only_user_errors([&] { read_problem(data, size, fuzz::choice_hash(data, size)); });
+}
+
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  fuzz::initialise(argc, argv);
-  return 0;
-}
-
-extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
-                                                unsigned seed) {
-  return fuzz::mutate_h5_image(data, size, max_size, seed);
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (!fuzz::is_hdf5_image(data, size)) return 0;
-  fuzz::expect_only_user_errors([&] { read_problem(data, size, fuzz::choice_hash(data, size)); });
-  return 0;
-}
+KOTML_HDF5_IMAGE_FUZZER(fuzz_one)

@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fuzz_support.hpp"
+
 namespace kotml::fuzz {
 
 /// Rewrites the image in data[0, size) by one to four mutations drawn from
@@ -25,3 +27,22 @@ namespace kotml::fuzz {
 std::size_t mutate_h5_image(std::uint8_t* data, std::size_t size, std::size_t max_size, unsigned seed);
 
 }  // namespace kotml::fuzz
+
+/// The libFuzzer entry points of a harness over HDF5 images: MPI and Kokkos
+/// brought up once (fuzz_support.hpp), this mutator, and
+/// `run(const std::uint8_t*, std::size_t)` on every input that is an HDF5
+/// image (libFuzzer's empty start is not). `run` wraps its reads in
+/// expect_only_user_errors.
+#define KOTML_HDF5_IMAGE_FUZZER(run)                                                                        \
+  extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {                                          \
+    ::kotml::fuzz::initialise(argc, argv);                                                                \
+    return 0;                                                                                             \
+  }                                                                                                       \
+  extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size, \
+                                                  unsigned seed) {                                        \
+    return ::kotml::fuzz::mutate_h5_image(data, size, max_size, seed);                                    \
+  }                                                                                                       \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {                     \
+    if (::kotml::fuzz::is_hdf5_image(data, size)) run(data, size);                                        \
+    return 0;                                                                                             \
+  }
