@@ -372,6 +372,7 @@ Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const
       }
       for (std::size_t i = 0; i < cohort.donors.size(); ++i) {
         auto& donor = cohort.donors[i];
+        donor.shares_support = true;
         donor.n_points = k;
         donor.weights.assign(static_cast<std::size_t>(k), 0.0);
         for (const auto r : cells.rows[i]) donor.weights[cell_group[r]] += 1.0;
@@ -397,10 +398,6 @@ void load_donors(Cohort& cohort, const CellSource& source, const std::vector<Glo
         throw Error("", "", "internal: donor index " + std::to_string(i) + " out of range");
       Donor& donor = cohort.donors[i];
       if (donor.loaded()) continue;
-      if (cohort.identical_supports) {
-        donor.points = cohort.shared_support;
-        continue;
-      }
       auto block = read_donor_rows(source, cohort.feature_element, donor, donor.cells, cohort.dim);
       if (cohort.normalization.applied)
         detail::standardize(block, donor.n_points, cohort.dim, cohort.normalization.mean, cohort.normalization.scale);

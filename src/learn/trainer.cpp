@@ -183,8 +183,7 @@ struct StepResult {
 /// `comm` (the world in mode pairs, this rank alone in mode batches).
 class StepEngine {
  public:
-  StepEngine(const data::Cohort& cohort, const eval::DonorStore& store, const TrainOptions& options)
-      : cohort_(cohort), store_(store), options_(options) {}
+  StepEngine(const eval::DonorStore& store, const TrainOptions& options) : store_(store), options_(options) {}
 
   /// fixed_epsilon > 0 replaces the batch's relative ε (gradient checks hold ε
   /// fixed, as the gradient treats it: GGML-OT detaches the mean-cost scale).
@@ -268,7 +267,6 @@ class StepEngine {
   std::int64_t solves_ = 0, pivots_ = 0, warm_ = 0;
 
  private:
-  const data::Cohort& cohort_;
   const eval::DonorStore& store_;
   const TrainOptions& options_;
   eval::BatchStage stage_;
@@ -637,7 +635,7 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   Adam adam(options.adam, static_cast<std::size_t>(k * d));
   adam.set_lr(options.adam.lr * lr_factor(options, comm.size()));
   MetricMatrix a_before_step("kotml::learn::a_before_step", static_cast<std::size_t>(k), static_cast<std::size_t>(d));
-  StepEngine engine(cohort, store, options);
+  StepEngine engine(store, options);
   std::optional<PairOwners> owners;
   if (options.mode == DistributionMode::pairs) owners.emplace(store, train_donors, !options.ot.exact(), comm.size());
 
@@ -812,7 +810,7 @@ double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store, c
                     const MetricMatrix& a, const TrainOptions& options, const dist::Comm& comm) {
   const auto triplets = all_triplets(labels_of(cohort, donors));
   if (triplets.size() == 0) return 0.0;
-  StepEngine engine(cohort, store, options);
+  StepEngine engine(store, options);
   const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
   return engine.run(donors, triplets, a, comm, &owners, false).loss;
 }
@@ -821,7 +819,7 @@ double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& sto
                          const std::vector<GlobalId>& donors, const MetricMatrix& a, const TrainOptions& options,
                          const dist::Comm& comm, std::vector<double>& grad, double* epsilon) {
   const auto triplets = make_triplets(labels_of(cohort, donors), options, 0, 0);
-  StepEngine engine(cohort, store, options);
+  StepEngine engine(store, options);
   const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
   auto step = engine.run(donors, triplets, a, comm, &owners, true, epsilon ? *epsilon : 0.0);
   if (epsilon) *epsilon = step.epsilon;

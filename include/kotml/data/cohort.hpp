@@ -66,9 +66,13 @@ struct Donor {
   std::vector<double> weights;      // n_points, summing to one
   std::vector<std::int64_t> cells;  // obs row of each point (empirical mode), ascending;
                                     // empty in group mode
-  std::vector<PointScalar> points;  // n_points × dim, row-major; empty until loaded
+  std::vector<PointScalar> points;  // n_points × dim, row-major; empty until loaded,
+                                    // and always in group mode (shares_support)
+  bool shares_support = false;      // group mode: the support is Cohort::shared_support,
+                                    // one copy for all donors (k × d each would be
+                                    // donors × k × d floats)
 
-  bool loaded() const { return points.size() > 0 || n_points == 0; }
+  bool loaded() const { return shares_support || points.size() > 0 || n_points == 0; }
   const PointScalar* row(std::int64_t i, std::int64_t dim) const { return points.data() + i * dim; }
 };
 
