@@ -142,7 +142,7 @@ void print_column(std::ostream& out, const io::AnnDataReader& reader, const std:
     if (by_value.size() > 50) return;
     out << "  " << by_value.size() << " distinct values\n";
     for (const auto& [value, count] : by_value)
-      out << "  " << std::setw(24) << std::to_string(static_cast<long long>(value)) << " " << count << "\n";
+      out << "  " << std::setw(24) << io::integer_text(value) << " " << count << "\n";
     return;
   }
   // Categories in their stored order (unused ones too); other kinds by first

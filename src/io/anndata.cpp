@@ -82,14 +82,14 @@ std::string float_text(double value) {
   return text;
 }
 
+}  // namespace
+
 std::string integer_text(double value) {
   // uint64 columns reach 2^64; a cast to long long past 2^63 is undefined.
   if (value >= -0x1p63 && value < 0x1p63) return std::to_string(static_cast<long long>(value));
   if (value >= 0 && value < 0x1p64) return std::to_string(static_cast<unsigned long long>(value));
   return float_text(value);
 }
-
-}  // namespace
 
 std::int64_t Column::size() const {
   switch (kind) {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "support/cli_runner.hpp"
 #include "io_test_support.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/io/anndata.hpp"
@@ -249,4 +250,14 @@ TEST(BadInput, ExtremeIntegersAreReadWithoutOverflow) {
   ASSERT_EQ(labels.size(), static_cast<std::size_t>(n_obs));
   EXPECT_EQ(labels[0], "9223372036854777856");
   EXPECT_EQ(labels[1], "7");
+  // `kotml info` lists an integer column's few values through the same text
+  // (it cast them to long long, undefined past 2^63: found by fuzz_h5ad).
+  const auto info = kotml::test::run_kotml({"info", wide, "--column", "wide"});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  const auto listed = [&](const std::string& value, std::int64_t count) {
+    const std::string line = "  " + value + std::string(24 - value.size(), ' ') + " " + std::to_string(count) + "\n";
+    return info.out.find(line) != std::string::npos;
+  };
+  EXPECT_TRUE(listed("9223372036854777856", 1)) << info.out;
+  EXPECT_TRUE(listed("7", n_obs - 1)) << info.out;
 }

@@ -81,6 +81,10 @@ struct Column {
   std::vector<std::string> as_strings() const;
 };
 
+/// An integer column's value as text, as as_strings() gives it: exact for
+/// int64 and uint64 values (which past 2^63 do not fit a long long).
+std::string integer_text(double value);
+
 /// What an element is, for listing (kotml info): its anndata encoding-type (or
 /// what it looks like when it has none), the dtype and shape.
 struct ElementSummary {
