@@ -50,26 +50,30 @@ Subcommand apsp_subcommand() {
   sub.usage =
       "kotml apsp INPUT(graph .h5 | cloud .h5/.h5ad) -o OUT.h5 [--precision float32] "
       "[--landmarks L] [--k 30]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    desc.add_options()
+  sub.example = "kotml apsp cells.h5ad --use-rep X_pca -o paths.h5 --landmarks 500";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    groups.input.add_options()
         ("input", po::value<std::string>()->required(),
          "a graph file written by kotml knn-graph (or any CSR group, see --group), or a point "
          "cloud (.h5ad, or HDF5 with --dataset) whose kNN graph is built first")
-        ("output,o", po::value<std::string>()->required(), "HDF5 file for /distances and /sources")
-        ("precision", po::value<std::string>()->default_value("float32"),
-         "float32 or float64 for /distances (paths are summed in float64 either way)")
-        ("landmarks", po::value<std::int64_t>()->default_value(0),
-         "if > 0: only rows for this many farthest-point landmarks instead of every node")
-        ("landmark-start", po::value<std::int64_t>()->default_value(0),
-         "node the farthest-point sampling starts from")
-        ("chunk-rows", po::value<std::int64_t>()->default_value(256),
-         "rows each rank computes and sends at a time (bounds memory)")
         ("group", po::value<std::string>()->default_value("graph"), "graph group in a graph input")
-        ("k", po::value<int>()->default_value(30), "neighbours per point for a cloud input")
         ("use-rep", po::value<std::string>()->default_value(""),
          "AnnData representation for a cloud input: X (default) or an obsm key")
         ("dataset", po::value<std::string>()->default_value("x"),
          "dataset holding the points in a plain HDF5 cloud input");
+    groups.model.add_options()
+        ("landmarks", po::value<std::int64_t>()->default_value(0),
+         "if > 0: only rows for this many farthest-point landmarks instead of every node")
+        ("landmark-start", po::value<std::int64_t>()->default_value(0),
+         "node the farthest-point sampling starts from")
+        ("k", po::value<int>()->default_value(30), "neighbours per point for a cloud input");
+    groups.parallel.add_options()
+        ("chunk-rows", po::value<std::int64_t>()->default_value(256),
+         "rows each rank computes and sends at a time (bounds memory)");
+    groups.output.add_options()
+        ("output,o", po::value<std::string>()->required(), "HDF5 file for /distances and /sources")
+        ("precision", po::value<std::string>()->default_value("float32"),
+         "float32 or float64 for /distances (paths are summed in float64 either way)");
     positional.add("input", 1);
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {

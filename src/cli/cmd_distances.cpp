@@ -28,11 +28,12 @@ Subcommand distances_subcommand() {
   sub.name = "distances";
   sub.summary = "donor x donor OT distance matrix under a ground metric, with a 2-D MDS embedding";
   sub.usage = "[mpirun -np N] kotml distances INPUT.h5ad -o OUT.h5 [--metric learned --model results.h5]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    data::declare_cohort_options(desc, &positional);
-    learn::declare_builtin_option(desc);
-    eval::declare_metric_options(desc);
-    desc.add_options()
+  sub.example = "mpirun -np 4 kotml distances cohort.h5ad --patient-col donor --label-col status --metric learned --model run/results.h5 -o distances.h5";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    data::declare_cohort_options(groups, &positional);
+    learn::declare_builtin_option(groups);
+    eval::declare_metric_options(groups);
+    groups.output.add_options()
         ("output,o", po::value<std::string>()->required(), "output HDF5: /distances, /donors, /labels, /classes, /mds")
         ("mds-components", po::value<int>()->default_value(2), "dimensions of the classical MDS embedding");
   };

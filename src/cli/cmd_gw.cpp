@@ -69,16 +69,14 @@ Subcommand gw_subcommand() {
   sub.usage =
       "kotml gw PAIR.h5 (/x, /y) | SOURCE TARGET (.h5ad with --use-rep, or .h5) -o OUT.h5 "
       "[--mode dijkstra|precomputed|landmark] [--M 50] [--epsilon 1e-3] [--plan dense|topk]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    desc.add_options()
+  sub.example = "kotml gw rna.h5ad atac.h5ad --use-rep X -o gw.h5 --plan topk";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    groups.input.add_options()
         ("input", po::value<std::string>()->required(),
          "source cloud file; alone, an HDF5 file holding both clouds (--source-dataset, "
          "--target-dataset) or, in precomputed mode, both distance matrices (--dist-source, "
          "--dist-target)")
         ("target", po::value<std::string>()->default_value(""), "target cloud file (optional)")
-        ("output,o", po::value<std::string>()->required(), "HDF5 file for the results")
-        ("mode", po::value<std::string>()->default_value("dijkstra"),
-         "intra-cloud distances: precomputed (all pairs), dijkstra (per anchor, cached), landmark")
         ("use-rep", po::value<std::string>()->default_value(""),
          "AnnData representation: X (default) or an obsm key such as X_pca")
         ("source-dataset", po::value<std::string>()->default_value("x"), "source points in a plain HDF5 input")
@@ -90,25 +88,32 @@ Subcommand gw_subcommand() {
         ("dist-target", po::value<std::string>()->default_value("dist_y"),
          "precomputed mode: target distance matrix in the single input")
         ("source-weights", po::value<std::string>()->default_value(""), "dataset of source marginal p (default uniform)")
-        ("target-weights", po::value<std::string>()->default_value(""), "dataset of target marginal q (default uniform)")
+        ("target-weights", po::value<std::string>()->default_value(""), "dataset of target marginal q (default uniform)");
+    groups.model.add_options()
+        ("mode", po::value<std::string>()->default_value("dijkstra"),
+         "intra-cloud distances: precomputed (all pairs), dijkstra (per anchor, cached), landmark")
         ("k", po::value<int>()->default_value(30), "neighbours of the kNN graphs")
         ("landmarks", po::value<std::int64_t>()->default_value(50), "landmarks (landmark mode)")
-        ("cache-rows", po::value<std::int64_t>()->default_value(2000), "Dijkstra rows cached per cloud (dijkstra mode)")
         ("M", po::value<std::int64_t>()->default_value(50), "anchor pairs sampled per iteration")
+        ("s-shared", po::value<std::int64_t>()->default_value(0), "shared mass in points (0: min(N, K))")
+        ("semi-relaxed", po::bool_switch(), "relax the target marginal (KL weight --rho)")
+        ("rho", kotml::double_option(1.0), "KL weight of the relaxed target marginal")
+        ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the anchor sampling");
+    groups.solver.add_options()
         ("alpha", kotml::double_option(0.9), "momentum: weight of the new plan")
         ("max-iter", po::value<int>()->default_value(500), "outer iterations at most")
         ("tol", kotml::double_option(1e-5), "stop when ||T_t - T_t-1||_F is below")
         ("epsilon", kotml::double_option(1e-3), "initial entropic regularisation (decays <= 10x)")
         ("min-iter", po::value<int>()->default_value(50), "iterations before the stopping rules apply")
-        ("s-shared", po::value<std::int64_t>()->default_value(0), "shared mass in points (0: min(N, K))")
-        ("semi-relaxed", po::bool_switch(), "relax the target marginal (KL weight --rho)")
-        ("rho", kotml::double_option(1.0), "KL weight of the relaxed target marginal")
         ("mixed-precision", po::bool_switch(), "float32 plan, cost and Sinkhorn")
-        ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the anchor sampling")
         ("sinkhorn-max-iter", po::value<int>()->default_value(100), "Sinkhorn iterations per step at most")
         ("sinkhorn-tol", kotml::double_option(5e-4), "Sinkhorn tolerance on max |P1 - a|")
         ("sinkhorn-check-every", po::value<int>()->default_value(1),
-         "check the Sinkhorn tolerance every this many iterations (TorchGW: 10)")
+         "check the Sinkhorn tolerance every this many iterations (TorchGW: 10)");
+    groups.parallel.add_options()
+        ("cache-rows", po::value<std::int64_t>()->default_value(2000), "Dijkstra rows cached per cloud (dijkstra mode)");
+    groups.output.add_options()
+        ("output,o", po::value<std::string>()->required(), "HDF5 file for the results")
         ("plan", po::value<std::string>()->default_value("none"), "write the plan: none, dense or topk")
         ("plan-topk", po::value<std::int64_t>()->default_value(10), "entries per row kept by --plan topk")
         ("plan-precision", po::value<std::string>()->default_value("float64"), "float32 or float64 for a dense /plan");

@@ -197,8 +197,9 @@ Subcommand info_subcommand() {
   sub.name = "info";
   sub.summary = "describe an AnnData (.h5ad) file: shape, X storage, layers, obsm, uns, columns";
   sub.usage = "kotml info FILE.h5ad [--column NAME]...";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    desc.add_options()
+  sub.example = "kotml info cohort.h5ad --column donor";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    groups.input.add_options()
         ("file", po::value<std::string>()->required(), "the .h5ad file to describe")
         ("column", po::value<std::vector<std::string>>()->composing(),
          "also list the values of this obs column with their counts (repeatable)");

@@ -23,16 +23,19 @@ Subcommand knn_graph_subcommand() {
   sub.name = "knn-graph";
   sub.summary = "connected k-nearest-neighbour graph of a point cloud (TorchGW's construction)";
   sub.usage = "kotml knn-graph INPUT(.h5 with /x | .h5ad) -o OUT.h5 [--k 30] [--use-rep X_pca]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    desc.add_options()
+  sub.example = "kotml knn-graph cells.h5ad --use-rep X_pca -o graph.h5 --k 30";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    groups.input.add_options()
         ("input", po::value<std::string>()->required(),
          "point cloud: an .h5ad file, or an HDF5 file with a 2-D dataset (see --dataset)")
-        ("output,o", po::value<std::string>()->required(), "HDF5 file to write the graph to")
-        ("k", po::value<int>()->default_value(30), "neighbours per point (TorchGW's default)")
         ("use-rep", po::value<std::string>()->default_value(""),
          "AnnData representation: X (default) or an obsm key such as X_pca")
         ("dataset", po::value<std::string>()->default_value("x"),
-         "dataset holding the points in a plain HDF5 input")
+         "dataset holding the points in a plain HDF5 input");
+    groups.model.add_options()
+        ("k", po::value<int>()->default_value(30), "neighbours per point (TorchGW's default)");
+    groups.output.add_options()
+        ("output,o", po::value<std::string>()->required(), "HDF5 file to write the graph to")
         ("group", po::value<std::string>()->default_value("graph"), "group to write the graph to");
     positional.add("input", 1);
   };

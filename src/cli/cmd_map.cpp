@@ -12,6 +12,7 @@
 #include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/map/outputs.hpp"
@@ -137,7 +138,8 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
   auto outputs = out_folder_files(out, {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json"});
   outputs.push_back({"write-h5ad", h5ad});
   check_outputs(comm, inputs, outputs, "out", out);
-  if (!vm["quiet"].as<bool>()) log::set_verbose(true);
+  // A map runs minutes between phases: it reports each phase unless --quiet.
+  if (log::progress_mode() != log::ProgressMode::quiet) log::set_verbose(true);
 
   map::MapInput query, reference;
   comm.phase([&] {
@@ -181,31 +183,33 @@ Subcommand map_subcommand() {
   sub.summary = "map query cell-type clusters onto a reference's (pairOT: DE label distance + entropic OT)";
   sub.usage =
       "[mpirun -np N] kotml map QUERY.h5ad REFERENCE.h5ad --out DIR --query-label-col C --ref-label-col C\n"
-      "                 --query-sample-col S --ref-sample-col S [options]\n"
-      "  example: mpirun -np 4 kotml map query.h5ad atlas.h5ad --out mapped --query-label-col cell_type\n"
-      "           --ref-label-col cell_type --query-sample-col donor --ref-sample-col donor";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    desc.add_options()
+      "                 --query-sample-col S --ref-sample-col S [options]";
+  sub.example =
+      "mpirun -np 4 kotml map query.h5ad atlas.h5ad --out mapped --query-label-col cell_type "
+      "--ref-label-col cell_type --query-sample-col donor --ref-sample-col donor";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    groups.input.add_options()
         ("query", po::value<std::string>()->required(), "query .h5ad with raw counts")
         ("reference", po::value<std::string>()->required(), "reference .h5ad with raw counts")
-        ("out", po::value<std::string>()->required(),
-         "output folder: mapping.csv, distance.csv, similar_clusters.json, map.h5")
         ("query-label-col", po::value<std::string>()->required(), "obs column of the query's clusters")
         ("ref-label-col", po::value<std::string>()->required(), "obs column of the reference's clusters")
         ("query-sample-col", po::value<std::string>()->required(), "obs column of the query's samples (donors)")
         ("ref-sample-col", po::value<std::string>()->required(), "obs column of the reference's samples")
         ("layer", po::value<std::string>()->default_value(""), "read the counts from this layer of both files")
         ("allow-non-integer", po::bool_switch(), "accept non-integer counts with a warning")
-        ("n-top-genes", po::value<std::int64_t>()->default_value(500), "highly variable genes (pairOT: 500)")
-        ("n-samples-hvg", po::value<std::int64_t>()->default_value(100000),
-         "cells per file for the HVG selection (0: every cell)")
-        ("n-samples-auroc", po::value<std::int64_t>()->default_value(10000),
-         "cells per cluster for the AUROC (seeded downsampling)")
         ("official-genes", po::value<std::string>()->default_value(""),
          "CSV (feature_name column) of official gene symbols; with --filtered-genes, markers are restricted "
          "to official, unfiltered genes (pairOT's gene_filtering, on there by default with its HGNC lists)")
         ("filtered-genes", po::value<std::string>()->default_value(""),
          "CSV (feature_name column) of genes never used as markers (mitochondrial, ribosomal, ...)")
+        ("use-rep", po::value<std::string>()->default_value(""),
+         "cosine on obsm[KEY] of both files instead of the rank features over the HVGs");
+    groups.model.add_options()
+        ("n-top-genes", po::value<std::int64_t>()->default_value(500), "highly variable genes (pairOT: 500)")
+        ("n-samples-hvg", po::value<std::int64_t>()->default_value(100000),
+         "cells per file for the HVG selection (0: every cell)")
+        ("n-samples-auroc", po::value<std::int64_t>()->default_value(10000),
+         "cells per cluster for the AUROC (seeded downsampling)")
         ("logfc-threshold", kotml::double_option(1.0), "marker filter: logFC ≥ this")
         ("auroc-threshold", kotml::double_option(0.6), "marker filter: AUROC ≥ this")
         ("adj-pval-threshold", kotml::double_option(0.05), "marker filter: BH-adjusted p ≤ this")
@@ -213,23 +217,24 @@ Subcommand map_subcommand() {
         ("n-genes-ava", po::value<std::int64_t>()->default_value(3), "query markers per refining all-vs-all table")
         ("overlap-threshold", kotml::double_option(0.3), "scaled Jaccard for all-vs-all refinement")
         ("q-norm", kotml::double_option(0.33), "label distance normalised by this quantile, then clipped to 1")
-        ("use-rep", po::value<std::string>()->default_value(""),
-         "cosine on obsm[KEY] of both files instead of the rank features over the HVGs")
         ("lambda-feature", kotml::double_option(0.5), "λ_f: weight of ½(1 − cos)")
         ("lambda-label", kotml::double_option(1.5), "λ_l: weight of the label distance")
         ("marginals", po::value<std::string>()->default_value("balanced"),
          "balanced (every cluster carries the same mass) or uniform")
-        ("max-iter", po::value<std::int64_t>(), "Sinkhorn iteration limit (default 2000)")
         ("distance-samples", po::value<std::int64_t>()->default_value(10000),
          "cells per cluster for the block distances (seeded)")
-        ("seed", po::value<std::int64_t>()->default_value(0), "seed of every sample drawn")
+        ("seed", po::value<std::int64_t>()->default_value(0), "seed of every sample drawn");
+    groups.solver.add_options()
+        ("max-iter", po::value<std::int64_t>(), "Sinkhorn iteration limit (default 2000)");
+    groups.output.add_options()
+        ("out", po::value<std::string>()->required(),
+         "output folder: mapping.csv, distance.csv, similar_clusters.json, map.h5")
         ("threshold-mapping", kotml::double_option(0.25), "similar clusters: mapping ≥ this")
         ("threshold-distance", kotml::double_option(1.0), "similar clusters: distance ≤ this")
         ("n-top", po::value<std::int64_t>()->default_value(-1), "similar clusters: at most this many (-1: all)")
         ("write-h5ad", po::value<std::string>()->default_value(""),
-         "write a copy of the query with obs['kotml_map_label'] and obs['kotml_map_score']")
-        ("quiet", po::bool_switch(), "no progress lines on stderr");
-    declare_sinkhorn_options(desc, "float");
+         "write a copy of the query with obs['kotml_map_label'] and obs['kotml_map_score']");
+    declare_sinkhorn_options(groups, "float");
     positional.add("query", 1).add("reference", 1);
   };
   sub.run = run_map;

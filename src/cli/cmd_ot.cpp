@@ -345,29 +345,32 @@ Subcommand ot_subcommand() {
       "  sinkhorn: [--epsilon E] [--relative-epsilon] [--tau-a T] [--tau-b T] [--threshold X]\n"
       "            [--inner-iterations N] [--max-iter N] [--updates alternating|symmetric]\n"
       "            [--epsilon-init M --epsilon-decay D] [--precision double|float]\n"
-      "            [--cost-storage automatic|stored|online | --online] [--cost-memory BYTES] [-o OUT.h5]\n"
-      "  example: mpirun -np 4 kotml ot --input points.h5 --solver sinkhorn --cost cosine -o potentials.h5";
-  sub.declare = [](po::options_description& desc, po::positional_options_description&) {
-    desc.add_options()
+      "            [--cost-storage automatic|stored|online | --online] [--cost-memory BYTES] [-o OUT.h5]";
+  sub.example = "mpirun -np 4 kotml ot --input points.h5 --solver sinkhorn --cost cosine -o potentials.h5";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description&) {
+    groups.input.add_options()
         ("input", po::value<std::string>(),
          "HDF5 file with /x (n×d) and /y (m×d) points and optional weights /a (n), /b (m)")
         ("source", po::value<std::string>(), ".h5ad file whose cells are the source points (rows of the plan)")
         ("target", po::value<std::string>(), ".h5ad file whose cells are the target points (columns)")
         ("use-rep", po::value<std::string>(), "with .h5ad inputs: the points are obsm[KEY] (default: X)")
-        ("layer", po::value<std::string>(), "with .h5ad inputs: the points are layers[NAME]")
+        ("layer", po::value<std::string>(), "with .h5ad inputs: the points are layers[NAME]");
+    groups.model.add_options()
+        ("cost", po::value<std::string>()->default_value("euclidean"),
+         "ground cost: euclidean, sqeuclidean or cosine (Sinkhorn: as OTT-JAX defines them)");
+    groups.solver.add_options()
         ("solver", po::value<std::string>()->default_value("emd"),
          "emd (exact, network simplex, one rank) or sinkhorn (entropic, log domain, tiled across ranks)")
-        ("cost", po::value<std::string>()->default_value("euclidean"),
-         "ground cost: euclidean, sqeuclidean or cosine (Sinkhorn: as OTT-JAX defines them)")
         ("max-iter", po::value<std::int64_t>(),
-         "iteration limit (Sinkhorn iterations, default 2000; EMD pivots, default 10000000)")
+         "iteration limit (Sinkhorn iterations, default 2000; EMD pivots, default 10000000)");
+    groups.output.add_options()
         ("out,o", po::value<std::string>(),
          "Sinkhorn: write the potentials /f, /g (OTT's convention), /errors and /iterations here")
         ("plan", po::value<std::string>(),
          "write the plan (Sinkhorn: dense /plan n×m, small problems only; EMD: sparse /plan_row, "
          "/plan_col, /plan_value) with the potentials /f and /g")
         ("pretty", po::bool_switch(), "print the JSON summary indented instead of on one line");
-    declare_sinkhorn_options(desc, "double");
+    declare_sinkhorn_options(groups, "double");
   };
   sub.run = run_ot;
   return sub;

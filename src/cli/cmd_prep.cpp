@@ -20,15 +20,15 @@ Subcommand prep_subcommand() {
   sub.name = "prep";
   sub.summary = "normalise counts, select highly variable genes and compute PCA (scanpy's recipe)";
   sub.usage = "kotml prep IN.h5ad -o OUT.h5ad [--n-top-genes N] [--batch-key COL] [--n-comps K]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
+  sub.example = "kotml prep counts.h5ad -o prepped.h5ad --n-top-genes 2000 --batch-key donor";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
     const data::PrepOptions d;
-    desc.add_options()
+    groups.input.add_options()
         ("input", po::value<std::string>()->required(), "input .h5ad with counts in X (or --layer)")
-        ("output,o", po::value<std::string>()->required(), "output .h5ad (written atomically)")
-        ("layer", po::value<std::string>()->default_value(""), "read the counts from this layer instead of X")
+        ("layer", po::value<std::string>()->default_value(""), "read the counts from this layer instead of X");
+    groups.model.add_options()
         ("no-normalize", po::bool_switch(), "skip normalize_total + log1p (input already log-normalised)")
         ("target-sum", kotml::double_option(d.target_sum), "normalize_total: total per cell")
-        ("no-counts-layer", po::bool_switch(), "do not keep the input counts as layers/counts")
         ("no-hvg", po::bool_switch(), "skip highly-variable-gene selection: PCA on all genes")
         ("n-top-genes", po::value<std::int64_t>()->default_value(0),
          "number of highly variable genes (0: select by the mean/dispersion cutoffs)")
@@ -40,12 +40,16 @@ Subcommand prep_subcommand() {
         ("n-bins", po::value<std::int64_t>()->default_value(d.hvg.n_bins), "HVG: bins of mean expression")
         ("batch-key", po::value<std::string>()->default_value(""), "obs column: select HVGs per batch and merge")
         ("no-pca", po::bool_switch(), "skip PCA")
-        ("n-comps", po::value<std::int64_t>(), "principal components (default: min(50, min(cells, genes) - 1))")
+        ("n-comps", po::value<std::int64_t>(), "principal components (default: min(50, min(cells, genes) - 1))");
+    groups.solver.add_options()
         ("pca-tol", kotml::double_option(d.pca.tol), "PCA: relative residual of the Ritz pairs")
         ("pca-block", po::value<std::int64_t>()->default_value(d.pca.block_size), "PCA: Lanczos block size")
         ("pca-max-basis", po::value<std::int64_t>()->default_value(0),
          "PCA: largest Lanczos basis (0: min(genes, max(20 n-comps, 400)))")
-        ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the PCA start block")
+        ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the PCA start block");
+    groups.output.add_options()
+        ("output,o", po::value<std::string>()->required(), "output .h5ad (written atomically)")
+        ("no-counts-layer", po::bool_switch(), "do not keep the input counts as layers/counts")
         ("compression", po::value<int>()->default_value(0), "gzip level of the output matrices (0-9)");
     positional.add("input", 1);
   };

@@ -76,10 +76,10 @@ Subcommand simulate_subcommand() {
   sub.name = "simulate";
   sub.summary = "write a synthetic cohort: toy2d or gmm (GGML-OT's benchmarks) or scrna (NB counts)";
   sub.usage = "kotml simulate --kind toy2d|gmm|scrna -o OUT.h5ad [--seed S] [sizes]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description&) {
-    desc.add_options()
+  sub.example = "kotml simulate --kind scrna -o scrna.h5ad --donors-per-class 20";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description&) {
+    groups.model.add_options()
         ("kind", po::value<std::string>()->required(), "toy2d, gmm or scrna")
-        ("output,o", po::value<std::string>()->required(), "output .h5ad (written atomically)")
         ("seed", po::value<std::uint64_t>()->default_value(42), "seed of every random stream")
         // toy2d
         ("cells-per-mode", po::value<std::int64_t>(), "toy2d: cells per mode and donor (100)")
@@ -106,6 +106,8 @@ Subcommand simulate_subcommand() {
         ("library-size", po::value<double>(), "scrna: median counts per cell (2000)")
         ("nb-dispersion", po::value<double>(), "scrna: NB dispersion phi, var = mu + phi mu^2 (0.2)")
         ("donor-log-sd", po::value<double>(), "scrna: donor-level gene noise, log scale (0.1)");
+    groups.output.add_options()
+        ("output,o", po::value<std::string>()->required(), "output .h5ad (written atomically)");
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
     const std::string kind = one_of(vm, "kind", {"toy2d", "gmm", "scrna"});

@@ -28,12 +28,14 @@ Subcommand test_subcommand() {
   sub.name = "test";
   sub.summary = "evaluate a fixed ground metric (learned, euclidean, cosine) on stratified donor splits";
   sub.usage = "[mpirun -np N] kotml test INPUT.h5ad --metric learned --model results.h5 [--out DIR]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    data::declare_cohort_options(desc, &positional);
-    learn::declare_builtin_option(desc);
-    eval::declare_metric_options(desc);
-    eval::declare_protocol_options(desc);
-    desc.add_options()("out", po::value<std::string>()->default_value(""),
+  sub.example = "mpirun -np 4 kotml test cohort.h5ad --metric learned --model run/results.h5 --out eval";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    data::declare_cohort_options(groups, &positional);
+    learn::declare_builtin_option(groups);
+    eval::declare_metric_options(groups);
+    eval::declare_protocol_options(groups);
+    groups.output.add_options()
+        ("out", po::value<std::string>()->default_value(""),
                        "output folder: metrics.csv, summary.json, results.h5 (optional)");
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {

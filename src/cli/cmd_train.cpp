@@ -42,11 +42,12 @@ Subcommand train_subcommand() {
   sub.name = "train";
   sub.summary = "learn a global ground metric A (GGML) on all donors; mpirun splits the OT pairs";
   sub.usage = "[mpirun -np N] kotml train INPUT.h5ad --out DIR [options]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    data::declare_cohort_options(desc, &positional);
-    learn::declare_builtin_option(desc);
-    learn::declare_train_options(desc);
-    desc.add_options()
+  sub.example = "mpirun -np 4 kotml train cohort.h5ad --patient-col donor --label-col status --epochs 30 --out run";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    data::declare_cohort_options(groups, &positional);
+    learn::declare_builtin_option(groups);
+    learn::declare_train_options(groups);
+    groups.output.add_options()
         ("out", po::value<std::string>()->required(), "output folder: results.h5 (and checkpoint.h5)")
         ("write-h5ad", po::value<std::string>()->default_value(""),
          "also write a copy of the input with uns/varm W_ggml and obsm X_ggml")
@@ -75,6 +76,7 @@ Subcommand train_subcommand() {
     const auto cohort = learn::load_cohort(cohort_options, comm);
     std::vector<GlobalId> donors;
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
+    options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, cohort.n_donors(), cohort.n_classes());
     learn::prepare_output_dir(out, comm);
     const eval::DonorStore store(cohort);
@@ -90,6 +92,7 @@ Subcommand train_subcommand() {
     learn::RunRecord run;
     run.subcommand = "train";
     run.config = learn::effective_config(vm, "train", comm.size());
+    run.config["options"]["n-comps"] = options.n_comps;  // after fit_to_features
     run.a = result.a;
     run.history = result.history;
     run.top_genes = top;

@@ -3,6 +3,8 @@
 // test donors under A, and score them (kNN accuracy, NMI, ARI, VI); print the
 // mean ± SD table and write metrics.csv, summary.json and results.h5.
 
+#include <Kokkos_Core.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/eval/protocol.hpp"
@@ -28,6 +31,14 @@
 
 namespace kotml::cli {
 namespace {
+
+/// "split 3/5 (ETA 2:10)": the epoch progress line's context, with the
+/// ETA of the splits from the mean time of those done.
+std::string split_progress_text(int split, int n_splits, double seconds_so_far) {
+  std::string text = "split " + std::to_string(split + 1) + "/" + std::to_string(n_splits);
+  if (split > 0) text += " (ETA " + log::clock_text(seconds_so_far / split * (n_splits - split)) + ")";
+  return text;
+}
 
 std::string split_checkpoint(const std::string& base, int split) {
   const std::filesystem::path p(base);
@@ -48,12 +59,13 @@ Subcommand train_test_subcommand() {
   sub.name = "train-test";
   sub.summary = "train and evaluate the metric on stratified donor splits (kNN, NMI, ARI, VI, epoch time)";
   sub.usage = "[mpirun -np N] kotml train-test INPUT.h5ad|--builtin toy2d [--out DIR] [options]";
-  sub.declare = [](po::options_description& desc, po::positional_options_description& positional) {
-    data::declare_cohort_options(desc, &positional);
-    learn::declare_builtin_option(desc);
-    learn::declare_train_options(desc);
-    eval::declare_protocol_options(desc);
-    desc.add_options()
+  sub.example = "mpirun -np 4 kotml train-test cohort.h5ad --patient-col donor --label-col status --n-splits 5 --out run";
+  sub.declare = [](OptionGroups& groups, po::positional_options_description& positional) {
+    data::declare_cohort_options(groups, &positional);
+    learn::declare_builtin_option(groups);
+    learn::declare_train_options(groups);
+    eval::declare_protocol_options(groups);
+    groups.output.add_options()
         ("out", po::value<std::string>()->default_value(""),
          "output folder: metrics.csv, summary.json, results.h5 (optional)")
         ("write-h5ad", po::value<std::string>()->default_value(""),
@@ -82,6 +94,7 @@ Subcommand train_test_subcommand() {
     const auto splits = eval::protocol_splits(cohort, protocol);
     std::int64_t smallest_train = cohort.n_donors();
     for (const auto& s : splits) smallest_train = std::min<std::int64_t>(smallest_train, static_cast<std::int64_t>(s.train.size()));
+    options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, smallest_train, cohort.n_classes());
     if (!out.empty()) learn::prepare_output_dir(out, comm);
     const eval::DonorStore store(cohort);
@@ -90,9 +103,13 @@ Subcommand train_test_subcommand() {
     learn::RunRecord run;
     run.subcommand = "train-test";
     run.config = learn::effective_config(vm, "train-test", comm.size());
+    run.config["options"]["n-comps"] = options.n_comps;  // after fit_to_features
     run.top_genes = top;
-    for (int s = 0; s < static_cast<int>(splits.size()); ++s) {
+    const auto n_splits = static_cast<int>(splits.size());
+    Kokkos::Timer splits_timer;
+    for (int s = 0; s < n_splits; ++s) {
       const auto& split = splits[static_cast<std::size_t>(s)];
+      const log::ProgressContext progress_context(split_progress_text(s, n_splits, splits_timer.seconds()));
       learn::TrainOptions split_options(options);
       if (!options.checkpoint_path.empty()) {
         split_options.checkpoint_path = split_checkpoint(options.checkpoint_path, s);

@@ -23,8 +23,10 @@
 #include "kotml/core/blas_threads.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/dist/comm.hpp"
+#include "completion.hpp"
 #include "parse.hpp"
 #include "subcommand.hpp"
 
@@ -93,10 +95,21 @@ void print_general_help(const std::vector<Subcommand>& subcommands) {
   out << "\nOptions for every subcommand:\n"
       << "  --help             print the subcommand's options with their defaults\n"
       << "  --config FILE      read options from an INI file; the command line wins\n"
-      << "  --verbose          print progress to stderr\n"
+      << "  --verbose          print a line to stderr for each step (epochs, phases)\n"
+      << "  --quiet            no progress on stderr; --progress: the updating progress\n"
+      << "                     line even when stderr is not a terminal (mpirun, batch)\n"
       << "  --kokkos-...       passed to Kokkos (e.g. --kokkos-num-threads=4)\n\n"
       << "  kotml --version    print the version, git hash, Kokkos version and backends\n"
+      << "  kotml completion bash   print a bash completion script (source it, or save it\n"
+      << "                     as ~/.local/share/bash-completion/completions/kotml)\n"
       << "Run 'kotml <subcommand> --help' for the options of one subcommand.\n";
+}
+
+log::ProgressMode progress_mode_of(const po::variables_map& vm) {
+  const bool quiet = vm["quiet"].as<bool>(), forced = vm["progress"].as<bool>();
+  if (quiet && forced) throw Error::option("progress", "cannot be combined with --quiet");
+  if (quiet) return log::ProgressMode::quiet;
+  return forced ? log::ProgressMode::forced : log::ProgressMode::automatic;
 }
 
 int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
@@ -107,6 +120,12 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
   }
   if (args[0] == "--version") {
     print_version();
+    return exit_ok;
+  }
+  if (args[0] == "completion") {
+    if (args.size() != 2 || args[1] != "bash")
+      throw Error("", "", "usage: kotml completion bash (bash is the one shell it writes a script for)");
+    log::out() << bash_completion(subcommands);
     return exit_ok;
   }
   const Subcommand* sub = nullptr;
@@ -125,13 +144,17 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
     throw Error("", "", option_error_text(e));
   }
   if (vm.count("help")) {
-    log::out() << "Usage: " << sub->usage << "\n\n" << sub->summary << "\n\n" << desc << "\n";
+    log::out() << "Usage: " << sub->usage << "\n\n"
+               << sub->summary << "\n\n"
+               << "Example:\n  " << sub->example << "\n\n"
+               << desc << "\n";
     return exit_ok;
   }
   if (vm.count("config"))
     store_config_file(vm["config"].as<std::string>(), *sub, desc, subcommands, vm);
   notify_options(vm);
   log::set_verbose(vm["verbose"].as<bool>());
+  log::set_progress_mode(progress_mode_of(vm));
   int code = exit_ok;
   comm.phase([&] { code = sub->run(vm, comm); });
   return code;

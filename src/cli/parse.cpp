@@ -69,11 +69,20 @@ std::string option_error_text(const po::error& e) {
 
 po::options_description options_of(const Subcommand& sub, po::positional_options_description& positional) {
   po::options_description desc("Options for 'kotml " + sub.name + "'");
-  desc.add_options()
+  po::options_description general("General");
+  general.add_options()
       ("help,h", "print this help")
       ("config", po::value<std::string>(), "INI file with options; the command line wins")
-      ("verbose", po::bool_switch(), "print progress to stderr");
-  sub.declare(desc, positional);
+      ("verbose", po::bool_switch(), "print a line to stderr for each step of the run (epochs, phases)")
+      ("quiet", po::bool_switch(), "no progress on stderr (errors and warnings still print)")
+      ("progress", po::bool_switch(),
+       "show the updating progress line even when stderr is not a terminal (under mpirun or a batch job); "
+       "otherwise such runs get a plain progress line every 5 s");
+  OptionGroups groups;
+  sub.declare(groups, positional);
+  for (const auto* group : groups.in_order())
+    if (!group->options().empty()) desc.add(*group);
+  desc.add(general);
   return desc;
 }
 

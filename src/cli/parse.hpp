@@ -14,8 +14,9 @@
 
 namespace kotml::cli {
 
-/// --help, --config and --verbose, then the subcommand's own options; its
-/// positional arguments go to `positional`.
+/// The subcommand's own options in their sections, then the general ones
+/// (--help, --config, --verbose, --quiet, --progress); its positional
+/// arguments go to `positional`.
 po::options_description options_of(const Subcommand& sub, po::positional_options_description& positional);
 
 /// Reads INI text into options of one subcommand. Keys may stand at the top or

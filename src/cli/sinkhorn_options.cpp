@@ -8,31 +8,33 @@
 
 namespace kotml::cli {
 
-void declare_sinkhorn_options(po::options_description& desc, const std::string& default_precision) {
-  desc.add_options()
-        ("epsilon", kotml::double_option(0.05), "Sinkhorn: entropic regularisation ε > 0 (absolute, as in OTT)")
-        ("relative-epsilon", po::bool_switch(), "Sinkhorn: ε is a fraction of the mean cost")
-        ("tau-a", kotml::double_option(1.0),
+void declare_sinkhorn_options(OptionGroups& groups, const std::string& default_precision) {
+  groups.model.add_options()
+      ("tau-a", kotml::double_option(1.0),
          "Sinkhorn: τ ∈ (0,1] of the source marginal, ρ/(ρ+ε); 1 holds it exactly")
-        ("tau-b", kotml::double_option(1.0), "Sinkhorn: τ ∈ (0,1] of the target marginal")
-        ("threshold", kotml::double_option(1e-3),
+      ("tau-b", kotml::double_option(1.0), "Sinkhorn: τ ∈ (0,1] of the target marginal");
+  groups.solver.add_options()
+      ("epsilon", kotml::double_option(0.05), "Sinkhorn: entropic regularisation ε > 0 (absolute, as in OTT)")
+      ("relative-epsilon", po::bool_switch(), "Sinkhorn: ε is a fraction of the mean cost")
+      ("threshold", kotml::double_option(1e-3),
          "Sinkhorn: stop when the L1 marginal error (OTT's) falls below this")
-        ("inner-iterations", po::value<std::int64_t>()->default_value(10),
+      ("inner-iterations", po::value<std::int64_t>()->default_value(10),
          "Sinkhorn: iterations between error checks (the limit rounds up to a multiple)")
-        ("updates", po::value<std::string>()->default_value("alternating"),
+      ("updates", po::value<std::string>()->default_value("alternating"),
          "Sinkhorn: alternating (g then f, OTT's default) or symmetric (both at once, averaged: one cost sweep "
          "per iteration)")
-        ("epsilon-init", kotml::double_option(1.0),
+      ("epsilon-init", kotml::double_option(1.0),
          "Sinkhorn ε-scaling: start at this multiple of ε (1: off)")
-        ("epsilon-decay", kotml::double_option(1.0),
+      ("epsilon-decay", kotml::double_option(1.0),
          "Sinkhorn ε-scaling: ε_t = ε·max(init·decay^t, 1)")
-        ("precision", po::value<std::string>()->default_value(default_precision),
-         "Sinkhorn: double, or float (points, costs and exps in float; potentials in double)")
-        ("cost-storage", po::value<std::string>()->default_value("automatic"),
+      ("precision", po::value<std::string>()->default_value(default_precision),
+         "Sinkhorn: double, or float (points, costs and exps in float; potentials in double)");
+  groups.parallel.add_options()
+      ("cost-storage", po::value<std::string>()->default_value("automatic"),
          "Sinkhorn: automatic (store the costs when they fit --cost-memory), stored, or online (recompute "
          "per tile)")
-        ("online", po::bool_switch(), "Sinkhorn: the same as --cost-storage online")
-        ("cost-memory", po::value<std::int64_t>(),
+      ("online", po::bool_switch(), "Sinkhorn: the same as --cost-storage online")
+      ("cost-memory", po::value<std::int64_t>(),
          "Sinkhorn: bytes per rank for stored costs (default: a quarter of the rank's free memory)");
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "kotml/core/option_groups.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
 
 namespace kotml::cli {
@@ -16,7 +17,7 @@ namespace po = boost::program_options;
 /// --inner-iterations, --updates, --epsilon-init, --epsilon-decay, --precision,
 /// --cost-storage, --online and --cost-memory (not --max-iter, whose meaning
 /// differs between subcommands).
-void declare_sinkhorn_options(po::options_description& desc, const std::string& default_precision);
+void declare_sinkhorn_options(OptionGroups& groups, const std::string& default_precision);
 
 /// The options above and --max-iter (when given), validated.
 ot::TiledSinkhornOptions sinkhorn_options(const po::variables_map& vm);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kotml/core/option_groups.hpp"
 #include "kotml/dist/comm.hpp"
 
 namespace kotml::cli {
@@ -18,9 +19,12 @@ struct Subcommand {
   std::string name;
   std::string summary;  // one line for `kotml --help`
   std::string usage;    // e.g. "kotml info FILE.h5ad"
-  /// Declares the subcommand's options and positional arguments. Every option
-  /// may also be set in the INI file given by --config.
-  std::function<void(po::options_description&, po::positional_options_description&)> declare;
+  /// One command line that works, shown under --help (kotml/core/option_groups.hpp
+  /// has the sections the options are printed in).
+  std::string example;
+  /// Declares the subcommand's options, each in its section, and its positional
+  /// arguments. Every option may also be set in the INI file given by --config.
+  std::function<void(OptionGroups&, po::positional_options_description&)> declare;
   /// Runs on every rank, after MPI and Kokkos are up. Returns the exit code.
   /// Throws kotml::Error (or dist::CollectiveError) for problems the user can fix.
   std::function<int(const po::variables_map&, const dist::Comm&)> run;

@@ -3,6 +3,8 @@
 #include <iostream>
 #include <streambuf>
 
+#include "kotml/core/progress.hpp"
+
 namespace kotml::log {
 namespace {
 
@@ -25,13 +27,23 @@ std::ostream& out() { return my_rank == 0 ? std::cout : null_stream; }
 std::ostream& err() { return my_rank == 0 ? std::cerr : null_stream; }
 
 void warn(const std::string& text) {
-  if (my_rank == 0) std::cerr << "kotml: warning: " << text << std::endl;
+  if (my_rank != 0) return;
+  clear_progress_line();
+  std::cerr << "kotml: warning: " << text << std::endl;
+}
+
+void note(const std::string& text) {
+  if (my_rank != 0 || progress_mode() == ProgressMode::quiet) return;
+  clear_progress_line();
+  std::cerr << "kotml: note: " << text << std::endl;
 }
 
 void set_verbose(bool verbose) { verbose_on = verbose; }
 bool verbose() { return verbose_on; }
 void info(const std::string& text) {
-  if (verbose_on && my_rank == 0) std::cerr << "kotml: " << text << std::endl;
+  if (!verbose_on || my_rank != 0) return;
+  clear_progress_line();
+  std::cerr << "kotml: " << text << std::endl;
 }
 
 }  // namespace kotml::log

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/graph/dijkstra.hpp"
 
@@ -58,6 +59,8 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
   Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows("kotml::graph::chunk_rows", chunk, n);
   std::vector<T> buffer(static_cast<std::size_t>(chunk * n));
   std::int64_t infinite = 0;  // counted on rank 0, which sees every row
+  log::Progress progress("apsp", count, "sources");
+  std::int64_t rows_received = 0;  // on rank 0
   for (std::int64_t round = 0; round < rounds; ++round) {
     const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
     const std::int64_t end = std::min(begin + chunk, mine.end);
@@ -83,6 +86,8 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
         MPI_Recv(buffer.data(), static_cast<int>((re - rb) * n), mpi_type<T>(), r, 0, comm.raw(),
                  MPI_STATUS_IGNORE);
       for (std::int64_t e = 0; e < (re - rb) * n; ++e) infinite += std::isfinite(buffer[e]) ? 0 : 1;
+      rows_received += re - rb;
+      progress.update(rows_received);
       if (write_failure) continue;  // keep receiving, so no sender blocks forever
       try {
         file->write_row_range<T>(

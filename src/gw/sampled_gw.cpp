@@ -9,6 +9,7 @@
 #include "gw_kernels.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/gw/anchor_sampling.hpp"
 #include "kotml/gw/cost_estimate.hpp"
 #include "kotml/gw/row_partition.hpp"
@@ -167,7 +168,10 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
 
   std::vector<double> per_row = gather_rows(comm, {row_mass, row_cost, row_change});
   std::vector<double> mass(static_cast<std::size_t>(n));
+  log::Progress progress("gw", o.max_iter, "it");
+  std::string progress_detail;
   for (int t = 0; t < o.max_iter; ++t) {
+    progress.update(t, progress_detail);
     const double eps = eps0 * std::pow(decay, t);
     result.final_epsilon = eps;
 
@@ -214,6 +218,7 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
       result.cost_list.push_back(gw_cost);
       cost_ema = have_ema ? 0.8 * cost_ema + 0.2 * gw_cost : gw_cost;
       have_ema = true;
+      progress_detail = "err " + log::scientific_text(err) + " (tol " + log::scientific_text(o.tol) + ")";
       if (log::verbose() && (result.iterations % 20 == 0 || t == o.max_iter - 1)) {
         std::ostringstream line;
         line << "gw: iteration " << result.iterations << "/" << o.max_iter << " err " << err

@@ -15,6 +15,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/dist/exact_sum.hpp"
 #include "kotml/dist/partition.hpp"
@@ -51,6 +52,13 @@ std::string to_string(TripletMode mode) { return mode == TripletMode::all ? "all
 std::string to_string(DistributionMode mode) { return mode == DistributionMode::pairs ? "pairs" : "batches"; }
 std::string to_string(LrScaling scaling) {
   return scaling == LrScaling::none ? "none" : (scaling == LrScaling::linear ? "linear" : "sqrt");
+}
+
+void TrainOptions::fit_to_features(std::int64_t dim) {
+  if (!n_comps_defaulted || n_comps <= dim || dim < 1) return;
+  log::note("--n-comps: the default " + std::to_string(n_comps) + " is more than the cohort's " +
+            std::to_string(dim) + " features; using " + std::to_string(dim));
+  n_comps = dim;
 }
 
 void TrainOptions::validate(std::int64_t dim, std::int64_t n_train_donors, std::int64_t n_classes) const {
@@ -673,7 +681,10 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   const dist::Comm self(MPI_COMM_SELF);
   double seconds_total = 0.0, cpu_total = 0.0;
   std::int64_t epochs_timed = 0;
+  log::Progress progress("epoch", options.epochs, "epochs", epochs_done);
+  std::string progress_detail;
   for (std::int64_t epoch = epochs_done + 1; epoch <= options.epochs && !result.converged; ++epoch) {
+    progress.update(epoch - 1, progress_detail);
     comm.barrier();
     Kokkos::Timer timer;
     const std::clock_t cpu_start = std::clock();
@@ -774,6 +785,8 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
     cpu_total += record.cpu_seconds;
     ++epochs_timed;
     epochs_done = epoch;
+    progress_detail = "loss " + log::scientific_text(record.loss);
+    progress.update(epoch, progress_detail);
     log::info("epoch " + std::to_string(epoch) + ": loss " + std::to_string(record.loss) + ", gradient norm " +
               std::to_string(record.grad_norm) + ", " + std::to_string(record.seconds) + " s; OT on this rank so far: " +
               std::to_string(engine.solves_) + " solves, " + std::to_string(engine.pivots_) + " iterations, " +

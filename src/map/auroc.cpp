@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/core/types.hpp"
 
@@ -124,90 +125,97 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
   const auto nc = static_cast<std::size_t>(n_clusters);
   // Each chunk of genes is one unit of work with its own scratch: genes never
   // share state, and every gene's numbers are computed the same way wherever it is.
-  Kokkos::parallel_for(
-      "kotml::map::auroc", Kokkos::RangePolicy<HostExecSpace>(0, n_chunks), [&](std::int64_t ch) {
-        Scratch s;
-        s.offset.resize(nc + 1);
-        s.nonzero.resize(nc);
-        s.twice_rank_sum.resize(nc);
-        const std::int64_t g_end = std::min(out.n_genes, (ch + 1) * chunk);
-        for (std::int64_t g = ch * chunk; g < g_end; ++g) {
-          s.entries.clear();
-          for (std::int64_t k = indptr[g]; k < indptr[g + 1]; ++k) {
-            const std::int32_t c = label[indices[k]];
-            if (c < 0 || values[k] == 0.0f) continue;
-            s.entries.push_back({values[k], c});
-          }
-          std::sort(s.entries.begin(), s.entries.end(), [](const Entry& a, const Entry& b) {
-            return a.value < b.value || (a.value == b.value && a.cluster < b.cluster);
-          });
-          const auto m = static_cast<std::int64_t>(s.entries.size());
-          const std::int64_t n_zero = n_total - m;
-          std::fill(s.nonzero.begin(), s.nonzero.end(), 0);
-          std::fill(s.twice_rank_sum.begin(), s.twice_rank_sum.end(), 0);
-          // OVA: ranks among all included cells; a tie over positions [i, j)
-          // of the nonzero values has rank n_zero + (i + 1 + j)/2.
-          for (std::int64_t i = 0; i < m;) {
-            std::int64_t j = i + 1;
-            while (j < m && s.entries[static_cast<std::size_t>(j)].value ==
-                                s.entries[static_cast<std::size_t>(i)].value)
-              ++j;
-            const std::int64_t twice_rank = 2 * n_zero + i + 1 + j;
-            for (std::int64_t e = i; e < j; ++e) {
-              const auto c =
-                  static_cast<std::size_t>(s.entries[static_cast<std::size_t>(e)].cluster);
-              s.twice_rank_sum[c] += twice_rank;
-              ++s.nonzero[c];
+  // Launched in slices, so that the progress line moves between them.
+  const std::int64_t slice = std::max<std::int64_t>(1, (n_chunks + 99) / 100);
+  log::Progress progress("DE: AUROC", out.n_genes, "genes");
+  for (std::int64_t first = 0; first < n_chunks; first += slice) {
+    progress.update(std::min(out.n_genes, first * chunk));
+    Kokkos::parallel_for(
+        "kotml::map::auroc", Kokkos::RangePolicy<HostExecSpace>(first, std::min(n_chunks, first + slice)),
+        [&](std::int64_t ch) {
+          Scratch s;
+          s.offset.resize(nc + 1);
+          s.nonzero.resize(nc);
+          s.twice_rank_sum.resize(nc);
+          const std::int64_t g_end = std::min(out.n_genes, (ch + 1) * chunk);
+          for (std::int64_t g = ch * chunk; g < g_end; ++g) {
+            s.entries.clear();
+            for (std::int64_t k = indptr[g]; k < indptr[g + 1]; ++k) {
+              const std::int32_t c = label[indices[k]];
+              if (c < 0 || values[k] == 0.0f) continue;
+              s.entries.push_back({values[k], c});
             }
-            i = j;
-          }
-          for (std::size_t c = 0; c < nc; ++c) {
-            const std::int64_t n1 = cluster_size[c];
-            const std::int64_t twice_r1 = s.twice_rank_sum[c] + (n1 - s.nonzero[c]) * (n_zero + 1);
-            ova[g * n_clusters + static_cast<std::int64_t>(c)] =
-                auc_from_rank_sum(twice_r1, n1, n_total - n1);
-          }
-          if (n_pairs == 0) continue;
-          // Values grouped by cluster, each group ascending (a stable pass over
-          // the sorted entries).
-          s.offset[0] = 0;
-          for (std::size_t c = 0; c < nc; ++c) s.offset[c + 1] = s.offset[c] + s.nonzero[c];
-          s.by_cluster.resize(static_cast<std::size_t>(m));
-          {
-            std::vector<std::int64_t>& fill = s.twice_rank_sum;  // reused as write cursors
-            for (std::size_t c = 0; c < nc; ++c) fill[c] = s.offset[c];
-            for (const Entry& e : s.entries)
-              s.by_cluster[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.cluster)]++)] =
-                  e.value;
-          }
-          // AVA: merge the two clusters' sorted values; ties across both share
-          // their average rank.
-          for (std::int64_t k = 0; k < n_pairs; ++k) {
-            const auto a = static_cast<std::size_t>(pairs[static_cast<std::size_t>(k)].first);
-            const auto b = static_cast<std::size_t>(pairs[static_cast<std::size_t>(k)].second);
-            const float* va = s.by_cluster.data() + s.offset[a];
-            const float* vb = s.by_cluster.data() + s.offset[b];
-            const std::int64_t p = s.nonzero[a], q = s.nonzero[b];
-            const std::int64_t na = cluster_size[a], nb = cluster_size[b];
-            const std::int64_t zeros = na + nb - p - q;
-            std::int64_t ia = 0, ib = 0, pos = 0, twice_r = 0;
-            while (ia < p || ib < q) {
-              const float v = ib >= q || (ia < p && va[ia] <= vb[ib]) ? va[ia] : vb[ib];
-              std::int64_t ta = 0, tb = 0;
-              while (ia + ta < p && va[ia + ta] == v) ++ta;
-              while (ib + tb < q && vb[ib + tb] == v) ++tb;
-              const std::int64_t tie = ta + tb;
-              twice_r += ta * (2 * zeros + 2 * pos + tie + 1);
-              pos += tie;
-              ia += ta;
-              ib += tb;
+            std::sort(s.entries.begin(), s.entries.end(), [](const Entry& a, const Entry& b) {
+              return a.value < b.value || (a.value == b.value && a.cluster < b.cluster);
+            });
+            const auto m = static_cast<std::int64_t>(s.entries.size());
+            const std::int64_t n_zero = n_total - m;
+            std::fill(s.nonzero.begin(), s.nonzero.end(), 0);
+            std::fill(s.twice_rank_sum.begin(), s.twice_rank_sum.end(), 0);
+            // OVA: ranks among all included cells; a tie over positions [i, j)
+            // of the nonzero values has rank n_zero + (i + 1 + j)/2.
+            for (std::int64_t i = 0; i < m;) {
+              std::int64_t j = i + 1;
+              while (j < m && s.entries[static_cast<std::size_t>(j)].value ==
+                                  s.entries[static_cast<std::size_t>(i)].value)
+                ++j;
+              const std::int64_t twice_rank = 2 * n_zero + i + 1 + j;
+              for (std::int64_t e = i; e < j; ++e) {
+                const auto c =
+                    static_cast<std::size_t>(s.entries[static_cast<std::size_t>(e)].cluster);
+                s.twice_rank_sum[c] += twice_rank;
+                ++s.nonzero[c];
+              }
+              i = j;
             }
-            const std::int64_t twice_r1 = twice_r + (na - p) * (zeros + 1);
-            ava[g * n_pairs + k] = auc_from_rank_sum(twice_r1, na, nb);
+            for (std::size_t c = 0; c < nc; ++c) {
+              const std::int64_t n1 = cluster_size[c];
+              const std::int64_t twice_r1 = s.twice_rank_sum[c] + (n1 - s.nonzero[c]) * (n_zero + 1);
+              ova[g * n_clusters + static_cast<std::int64_t>(c)] =
+                  auc_from_rank_sum(twice_r1, n1, n_total - n1);
+            }
+            if (n_pairs == 0) continue;
+            // Values grouped by cluster, each group ascending (a stable pass over
+            // the sorted entries).
+            s.offset[0] = 0;
+            for (std::size_t c = 0; c < nc; ++c) s.offset[c + 1] = s.offset[c] + s.nonzero[c];
+            s.by_cluster.resize(static_cast<std::size_t>(m));
+            {
+              std::vector<std::int64_t>& fill = s.twice_rank_sum;  // reused as write cursors
+              for (std::size_t c = 0; c < nc; ++c) fill[c] = s.offset[c];
+              for (const Entry& e : s.entries)
+                s.by_cluster[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.cluster)]++)] =
+                    e.value;
+            }
+            // AVA: merge the two clusters' sorted values; ties across both share
+            // their average rank.
+            for (std::int64_t k = 0; k < n_pairs; ++k) {
+              const auto a = static_cast<std::size_t>(pairs[static_cast<std::size_t>(k)].first);
+              const auto b = static_cast<std::size_t>(pairs[static_cast<std::size_t>(k)].second);
+              const float* va = s.by_cluster.data() + s.offset[a];
+              const float* vb = s.by_cluster.data() + s.offset[b];
+              const std::int64_t p = s.nonzero[a], q = s.nonzero[b];
+              const std::int64_t na = cluster_size[a], nb = cluster_size[b];
+              const std::int64_t zeros = na + nb - p - q;
+              std::int64_t ia = 0, ib = 0, pos = 0, twice_r = 0;
+              while (ia < p || ib < q) {
+                const float v = ib >= q || (ia < p && va[ia] <= vb[ib]) ? va[ia] : vb[ib];
+                std::int64_t ta = 0, tb = 0;
+                while (ia + ta < p && va[ia + ta] == v) ++ta;
+                while (ib + tb < q && vb[ib + tb] == v) ++tb;
+                const std::int64_t tie = ta + tb;
+                twice_r += ta * (2 * zeros + 2 * pos + tie + 1);
+                pos += tie;
+                ia += ta;
+                ib += tb;
+              }
+              const std::int64_t twice_r1 = twice_r + (na - p) * (zeros + 1);
+              ava[g * n_pairs + k] = auc_from_rank_sum(twice_r1, na, nb);
+            }
           }
-        }
-      });
-  Kokkos::fence();
+        });
+    Kokkos::fence();
+  }
   return out;
 }
 

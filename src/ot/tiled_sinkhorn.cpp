@@ -12,6 +12,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/dist/exact_sum.hpp"
 #include "tiled_sweeps.hpp"
@@ -467,7 +468,11 @@ struct TiledSinkhorn<T>::Impl {
     // fixed-point loop): the limit rounds up to a multiple of the block.
     const int blocks = (options.max_iterations + options.inner_iterations - 1) / options.inner_iterations;
     const int limit = blocks * options.inner_iterations;
+    log::Progress progress("sinkhorn", limit, "it");
+    std::string progress_detail;
+    double progress_eta = log::Progress::eta_unknown;
     for (int it = 0; it < limit; ++it) {
+      progress.update(it, progress_detail, progress_eta);
       const double eps = eps_at(it);
       if (symmetric) {
         if (eps_of_row != eps || eps_of_col != eps) {
@@ -500,7 +505,13 @@ struct TiledSinkhorn<T>::Impl {
         }
       }
       const double err = error(both_sides);
+      if (!report.errors.empty()) {
+        const double more = log::iterations_to_threshold(report.errors.back(), err, options.inner_iterations,
+                                                         options.threshold);
+        progress_eta = more < 0 ? log::Progress::eta_unknown : std::min<double>(more, limit - it - 1) * timer.seconds() / (it + 1);
+      }
       report.errors.push_back(err);
+      progress_detail = "error " + log::scientific_text(err);
       if (log::verbose())
         log::info("sinkhorn: iteration " + std::to_string(it + 1) + ", error " + std::to_string(err));
       if (!std::isfinite(err)) {

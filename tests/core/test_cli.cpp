@@ -7,7 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cstdio>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,101 @@ TEST(Cli, EverySubcommandHelpListsItsOptionsWithReadableDefaults) {
   }
   const auto train = run_kotml({"train", "--help"});
   EXPECT_NE(train.out.find("--lr arg (=0.1)"), std::string::npos) << train.out;
+}
+
+namespace {
+
+const std::vector<std::string> all_subcommands{"info", "prep",      "simulate", "knn-graph", "apsp", "train",
+                                               "train-test", "test", "distances", "gw",       "ot",   "map"};
+
+/// The words of a line, split at spaces (examples hold no quoted words).
+std::vector<std::string> words_of(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+}  // namespace
+
+TEST(Cli, SubcommandHelpGroupsOptionsAndShowsAnExampleThatParses) {
+  for (const std::string& sub : all_subcommands) {
+    const auto r = run_kotml({sub, "--help"});
+    ASSERT_EQ(r.exit_code, 0) << sub << ": " << r.err;
+    // Sections in order, the general ones last.
+    std::size_t at = 0;
+    for (const char* section : {"Input:", "Model:", "Solver:", "Parallel and memory:", "Output:", "General:"}) {
+      const auto found = r.out.find(std::string("\n") + section + "\n");
+      if (found == std::string::npos) continue;
+      EXPECT_GT(found, at) << sub << ": " << section << " out of order\n" << r.out;
+      at = found;
+    }
+    EXPECT_NE(r.out.find("\nGeneral:\n"), std::string::npos) << sub;
+    EXPECT_NE(r.out.find("\nSolver:\n") + r.out.find("\nModel:\n") + r.out.find("\nInput:\n"), 3 * std::string::npos)
+        << sub << ": no section besides General";
+    // The example, given back to kotml with --help, parses: every option in it
+    // is one the subcommand takes (an unknown option is an error before --help).
+    const auto example_at = r.out.find("Example:\n  ");
+    ASSERT_NE(example_at, std::string::npos) << sub;
+    const auto line_begin = example_at + 11;
+    const std::string example = r.out.substr(line_begin, r.out.find('\n', line_begin) - line_begin);
+    auto words = words_of(example);
+    if (words.size() > 3 && words[0] == "mpirun") words.erase(words.begin(), words.begin() + 3);
+    ASSERT_GE(words.size(), 2u) << example;
+    EXPECT_EQ(words[0], "kotml") << example;
+    EXPECT_EQ(words[1], sub) << example;
+    words.erase(words.begin());
+    words.push_back("--help");
+    const auto parsed = run_kotml(words);
+    EXPECT_EQ(parsed.exit_code, 0) << sub << ": the example does not parse: " << example << "\n" << parsed.err;
+  }
+}
+
+TEST(Cli, BashCompletionCompletesSubcommandsAndTheirOptions) {
+  const auto script = run_kotml({"completion", "bash"});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  kotml::test::TempDir dir;
+  {
+    std::ofstream(dir.file("kotml.bash")) << script.out;
+  }
+  // What bash completes for a command line, by calling the generated function
+  // as bash's completion would.
+  auto complete = [&](const std::string& line) {
+    const std::string command = "bash -c 'source " + dir.file("kotml.bash") + " && COMP_WORDS=(" + line +
+                                ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _kotml && echo \"${COMPREPLY[*]}\"'";
+    std::string text;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
+    EXPECT_EQ(pclose(pipe), 0) << command;
+    return words_of(text);
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(complete("kotml tr"), (V{"train", "train-test"}));
+  EXPECT_EQ(complete("kotml ot --epsilon"), (V{"--epsilon", "--epsilon-init", "--epsilon-decay"}));
+  EXPECT_EQ(complete("kotml map --query-l"), (V{"--query-label-col"}));
+  EXPECT_EQ(complete("kotml --ver"), (V{"--version"}));
+  // General options are every subcommand's.
+  EXPECT_EQ(complete("kotml gw --prog"), (V{"--progress"}));
+  EXPECT_EQ(complete("kotml completion b"), (V{"bash"}));
+  // Every option of a subcommand's --help is offered, and nothing else.
+  const auto help = run_kotml({"apsp", "--help"});
+  std::vector<std::string> listed;  // "  --name arg ..." or "  -o [ --output ] arg ..."
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto words = words_of(line);
+    if (line.rfind("  --", 0) == 0) listed.push_back(words[0]);
+    if (line.rfind("  -", 0) == 0 && words.size() > 2 && words[1] == "[") listed.push_back(words[2]);
+  }
+  std::sort(listed.begin(), listed.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  auto offered = complete("kotml apsp -");
+  std::sort(offered.begin(), offered.end());
+  EXPECT_EQ(offered, listed);
+  // Other shells are named, not guessed.
+  const auto zsh = run_kotml({"completion", "zsh"});
+  EXPECT_EQ(zsh.exit_code, 2);
+  EXPECT_NE(zsh.err.find("kotml completion bash"), std::string::npos) << zsh.err;
 }
 
 TEST(Cli, NoArgumentsPrintsHelpAndFails) {

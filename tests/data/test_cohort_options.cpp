@@ -14,11 +14,11 @@ using kotml::data::CohortOptions;
 
 namespace {
 CohortOptions parse(std::vector<std::string> args) {
-  po::options_description desc;
+  kotml::OptionGroups groups;
   po::positional_options_description positional;
-  kotml::data::declare_cohort_options(desc, &positional);
+  kotml::data::declare_cohort_options(groups, &positional);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+  po::store(po::command_line_parser(args).options(groups.input).positional(positional).run(), vm);
   po::notify(vm);
   return kotml::data::cohort_options_from(vm);
 }

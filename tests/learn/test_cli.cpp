@@ -162,6 +162,30 @@ TEST(LearnCli, TestWithFixedAndLearnedMetrics) {
   EXPECT_NE(r.out.find("| - |"), std::string::npos);  // no epoch time without training
 }
 
+TEST(LearnCli, DefaultNCompsFitsATwoFeatureCohortWithOneNote) {
+  // The default --n-comps 5 on toy2d's 2 features: trained with k = 2 and one
+  // note, where it used to be an error. An explicit 3 is still refused below.
+  TempDir out;
+  const auto r = run_kotml({"train-test", toy_file(), "--n-cells", "all", "--epochs", "2", "--n-splits", "2",
+                            "--out", out.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> ours;
+  for (const auto& line : r.error_lines())
+    if (line.rfind("kotml:", 0) == 0) ours.push_back(line);
+  ASSERT_EQ(ours.size(), 1u) << r.err;
+  EXPECT_EQ(ours[0], "kotml: note: --n-comps: the default 5 is more than the cohort's 2 features; using 2");
+  auto results = h5::File::open_read(out.file("results.h5"));
+  EXPECT_EQ(results.read<double>("A").size(), 4u);  // 2 × 2
+  const auto config = nlohmann::json::parse(results.read_string_attribute("/", "config"));
+  EXPECT_EQ(config["options"]["n-comps"], 2);
+  // --quiet leaves the note out.
+  TempDir quiet;
+  const auto q = run_kotml({"train-test", toy_file(), "--n-cells", "all", "--epochs", "1", "--n-splits", "2",
+                            "--quiet", "--out", quiet.path()});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.err.find("kotml: note:"), std::string::npos) << q.err;
+}
+
 TEST(LearnCli, BadInputIsOneLineExitTwo) {
   TempDir out;
   expect_one_error(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--label-col", "no_such_column"})), "no_such_column");

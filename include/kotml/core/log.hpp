@@ -20,6 +20,10 @@ std::ostream& err();
 /// gathered first (dist::Comm::gather_warnings) to reach the user.
 void warn(const std::string& text);
 
+/// "kotml: note: <text>" on rank 0: what kotml chose for the user, who did
+/// not ask (a default fitted to the data), unless --quiet.
+void note(const std::string& text);
+
 /// Progress lines, printed only when verbosity is on (--verbose).
 void set_verbose(bool verbose);
 bool verbose();

@@ -4,7 +4,7 @@
 // defaults and checks never drift apart. Header-only because only the program
 // (which links Boost.Program_options) uses it.
 //
-//   po::options_description desc;  kotml::data::declare_cohort_options(desc);
+//   kotml::OptionGroups groups;  kotml::data::declare_cohort_options(groups);
 //   ...
 //   const auto options = kotml::data::cohort_options_from(vm);   // validated
 
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/option_groups.hpp"
 #include "kotml/data/cohort.hpp"
 
 namespace kotml::data {
@@ -21,12 +22,12 @@ namespace kotml::data {
 /// Adds --input (also the first positional argument when `positional` is given),
 /// --patient-col, --label-col, --use-rep, --layer, --n-cells, --keep-small-donors,
 /// --group-by, --normalize and --seed.
-inline void declare_cohort_options(boost::program_options::options_description& desc,
+inline void declare_cohort_options(OptionGroups& groups,
                                    boost::program_options::positional_options_description* positional =
                                        nullptr) {
   namespace po = boost::program_options;
   const CohortOptions d;
-  desc.add_options()
+  groups.input.add_options()
       ("input", po::value<std::string>(), "input .h5ad file (cells × features)")
       ("patient-col", po::value<std::string>()->default_value(d.patient_col),
        "obs column with the donor (patient) id")

@@ -10,17 +10,20 @@
 
 #include "kotml/core/double_option.hpp"
 #include "kotml/eval/pair_ot.hpp"
+#include "kotml/core/option_groups.hpp"
 
 namespace kotml::eval {
 
-inline void declare_metric_options(boost::program_options::options_description& desc) {
+inline void declare_metric_options(OptionGroups& groups) {
   namespace po = boost::program_options;
   const OtSettings d;
-  desc.add_options()
+  groups.input.add_options()
+      ("model", po::value<std::string>()->default_value(""), "results.h5 of kotml train/train-test (its /A)");
+  groups.model.add_options()
       ("metric", po::value<std::string>()->default_value("learned"),
        "ground metric: learned (A from --model), euclidean or cosine (raw features)")
-      ("model", po::value<std::string>()->default_value(""), "results.h5 of kotml train/train-test (its /A)")
-      ("squared", po::bool_switch(), "learned metric: ||A(x-y)||² instead of ||A(x-y)||")
+      ("squared", po::bool_switch(), "learned metric: ||A(x-y)||² instead of ||A(x-y)||");
+  groups.solver.add_options()
       ("entropic-reg", kotml::double_option(d.entropic_reg),
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × each pair's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.sinkhorn_max_iter), "Sinkhorn iterations at most")

@@ -9,13 +9,14 @@
 
 #include "kotml/core/double_option.hpp"
 #include "kotml/eval/protocol.hpp"
+#include "kotml/core/option_groups.hpp"
 
 namespace kotml::eval {
 
-inline void declare_protocol_options(boost::program_options::options_description& desc) {
+inline void declare_protocol_options(OptionGroups& groups) {
   namespace po = boost::program_options;
   const ProtocolOptions d;
-  desc.add_options()
+  groups.model.add_options()
       ("n-splits", po::value<int>()->default_value(d.n_splits), "stratified train/test splits of the donors")
       ("train-size", kotml::double_option(d.train_size), "fraction of donors to train on")
       ("test-size", po::value<double>(), "fraction of donors to test on (default: the rest)")

@@ -16,11 +16,13 @@
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/data/simulate.hpp"
 #include "kotml/dist/comm.hpp"
+#include "kotml/core/option_groups.hpp"
 
 namespace kotml::learn {
 
-inline void declare_builtin_option(boost::program_options::options_description& desc) {
-  desc.add_options()("builtin", boost::program_options::value<std::string>()->default_value(""),
+inline void declare_builtin_option(OptionGroups& groups) {
+  groups.input.add_options()
+      ("builtin", boost::program_options::value<std::string>()->default_value(""),
                      "use a built-in simulated cohort instead of --input: toy2d (GGML-OT's 2-D benchmark, "
                      "3 classes x 10 donors x 300 cells), gmm (6 donors, 10-D) or scrna (2 x 10 donors, "
                      "1000 genes); simulated with --seed");

@@ -11,17 +11,23 @@
 
 #include "kotml/core/double_option.hpp"
 #include "kotml/learn/trainer.hpp"
+#include "kotml/core/option_groups.hpp"
 
 namespace kotml::learn {
 
-inline void declare_train_options(boost::program_options::options_description& desc) {
+inline void declare_train_options(OptionGroups& groups) {
   namespace po = boost::program_options;
   const TrainOptions d;
-  desc.add_options()
-      ("n-comps", po::value<std::int64_t>()->default_value(d.n_comps), "rows k of the metric A (k×d), k ≤ d")
+  groups.model.add_options()
+      ("n-comps", po::value<std::int64_t>()->default_value(d.n_comps), "rows k of the metric A (k×d), k ≤ d (the default becomes d on a cohort of fewer features)")
       ("alpha", kotml::double_option(d.alpha), "triplet margin")
       ("reg", kotml::double_option(d.reg), "weight of the norm regulariser on A")
       ("reg-type", po::value<std::string>()->default_value("fro"), "regulariser norm: fro (Frobenius) or 1 (elementwise L1)")
+      ("squared", po::bool_switch(), "ground cost ||A(x-y)||² instead of ||A(x-y)||")
+      ("triplets", po::value<std::string>()->default_value("all"),
+       "all: every in-batch triplet (i = j included); sampled: --t positives and negatives per anchor")
+      ("t", po::value<int>()->default_value(d.t), "sampled triplets: draws per anchor and class");
+  groups.solver.add_options()
       ("lr", kotml::double_option(d.adam.lr), "Adam learning rate")
       ("beta1", kotml::double_option(d.adam.beta1), "Adam first-moment decay")
       ("beta2", kotml::double_option(d.adam.beta2), "Adam second-moment decay")
@@ -31,7 +37,6 @@ inline void declare_train_options(boost::program_options::options_description& d
        "donors per stratified batch (per rank with --mode batches); ≥ donors: full batch")
       ("stop-thr", kotml::double_option(d.stop_thr),
        "stop after an epoch in which the objective gradient norm fell below this (0: never)")
-      ("squared", po::bool_switch(), "ground cost ||A(x-y)||² instead of ||A(x-y)||")
       ("entropic-reg", kotml::double_option(d.ot.entropic_reg),
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × the batch's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.ot.sinkhorn_max_iter), "Sinkhorn iterations at most")
@@ -39,14 +44,13 @@ inline void declare_train_options(boost::program_options::options_description& d
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision projected points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.ot.emd_max_iter), "network-simplex pivots at most per pair")
-      ("triplets", po::value<std::string>()->default_value("all"),
-       "all: every in-batch triplet (i = j included); sampled: --t positives and negatives per anchor")
-      ("t", po::value<int>()->default_value(d.t), "sampled triplets: draws per anchor and class")
-      ("mode", po::value<std::string>()->default_value("pairs"),
-       "pairs: split each batch's OT pairs over ranks; batches: one batch per rank, gradients averaged")
       ("lr-scaling", po::value<std::string>()->default_value("linear"),
        "mode batches: learning rate × ranks (linear), × sqrt(ranks) (sqrt) or unchanged (none)")
-      ("no-warm-start", po::bool_switch(), "solve every EMD from scratch instead of from the pair's previous basis")
+      ("no-warm-start", po::bool_switch(), "solve every EMD from scratch instead of from the pair's previous basis");
+  groups.parallel.add_options()
+      ("mode", po::value<std::string>()->default_value("pairs"),
+       "pairs: split each batch's OT pairs over ranks; batches: one batch per rank, gradients averaged");
+  groups.output.add_options()
       ("checkpoint-every", po::value<std::int64_t>()->default_value(0), "write a checkpoint every N epochs (0: never)")
       ("checkpoint", po::value<std::string>()->default_value(""), "checkpoint file (default: OUT_DIR/checkpoint.h5)")
       ("restart", po::bool_switch(), "continue from the checkpoint file");
@@ -56,6 +60,7 @@ inline void declare_train_options(boost::program_options::options_description& d
 inline TrainOptions train_options_from(const boost::program_options::variables_map& vm) {
   TrainOptions o;
   o.n_comps = vm["n-comps"].as<std::int64_t>();
+  o.n_comps_defaulted = vm["n-comps"].defaulted();
   o.alpha = vm["alpha"].as<double>();
   o.reg = vm["reg"].as<double>();
   o.reg_type = parse_reg_norm(vm["reg-type"].as<std::string>());

@@ -57,6 +57,7 @@ std::string to_string(LrScaling scaling);
 
 struct TrainOptions {
   std::int64_t n_comps = 5;
+  bool n_comps_defaulted = false;     // not asked for: fit_to_features may lower it
   double alpha = 1.0;
   double reg = 1e-3;
   RegNorm reg_type = RegNorm::frobenius;
@@ -77,6 +78,10 @@ struct TrainOptions {
   std::string restart_from;           // checkpoint to continue from
   MetricMatrix initial_a;             // start from this k×d matrix instead of the seeded one (empty: seeded)
 
+  /// A default n_comps (5) above the cohort's `dim` features becomes `dim`,
+  /// with one note on stderr: a 2-D cohort trains without --n-comps 2. A value
+  /// the user asked for is left for validate() to refuse.
+  void fit_to_features(std::int64_t dim);
   /// Error naming the option for invalid values, including n_comps > dim and
   /// too few training donors or classes.
   void validate(std::int64_t dim, std::int64_t n_train_donors, std::int64_t n_classes) const;
