@@ -139,7 +139,10 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
   const std::vector<std::string> sub_args(args.begin() + 1, args.end());
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(sub_args).options(desc).positional(positional).run(), vm);
+    // No guessing: boost would take --verbos for --verbose, and a prefix that
+    // is whole today may become ambiguous, or mean another option, tomorrow.
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(sub_args).options(desc).positional(positional).style(style).run(), vm);
   } catch (const po::error& e) {
     throw Error("", "", option_error_text(e));
   }

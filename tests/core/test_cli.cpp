@@ -143,6 +143,15 @@ TEST(Cli, BashCompletionCompletesSubcommandsAndTheirOptions) {
   EXPECT_NE(zsh.err.find("kotml completion bash"), std::string::npos) << zsh.err;
 }
 
+TEST(Cli, AbbreviatedOptionsAreRefusedNotGuessed) {
+  // Boost's default style took --verbos as --verbose (found writing the
+  // tutorial's test); a misspelt option must be an error.
+  const auto r = run_kotml({"info", "--verbos", "x.h5ad"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--verbos"), std::string::npos) << r.err;
+  EXPECT_EQ(r.error_lines().size(), 1u) << r.err;
+}
+
 TEST(Cli, NoArgumentsPrintsHelpAndFails) {
   const auto r = run_kotml({});
   EXPECT_EQ(r.exit_code, 2);
