@@ -1,9 +1,11 @@
 // kotml gw: sampled Gromov-Wasserstein between two point clouds (TorchGW's
 // sampled_gw), plan rows split over MPI ranks. Writes /match, /gw_cost,
-// /iterations, /err_list, /cost_list and, on request, /plan.
+// /iterations, /err_list, /cost_list and, on request, /plan and (--paired)
+// /foscttm.
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@
 #include "kotml/graph/point_cloud.hpp"
 #include "kotml/gw/distances.hpp"
 #include "kotml/gw/plan_output.hpp"
+#include "kotml/gw/quality.hpp"
 #include "kotml/gw/sampled_gw.hpp"
 #include "kotml/io/hdf5.hpp"
 #include "options.hpp"
@@ -25,6 +28,12 @@
 
 namespace kotml::cli {
 namespace {
+
+std::string fixed_text(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
 
 struct Side {
   std::string file;     // where the cloud (and its weights) live
@@ -116,7 +125,10 @@ Subcommand gw_subcommand() {
         ("output,o", po::value<std::string>()->required(), "HDF5 file for the results")
         ("plan", po::value<std::string>()->default_value("none"), "write the plan: none, dense or topk")
         ("plan-topk", po::value<std::int64_t>()->default_value(10), "entries per row kept by --plan topk")
-        ("plan-precision", po::value<std::string>()->default_value("float64"), "float32 or float64 for a dense /plan");
+        ("plan-precision", po::value<std::string>()->default_value("float64"), "float32 or float64 for a dense /plan")
+        ("paired", po::bool_switch(),
+         "source point i and target point i are the same cell (e.g. SNARE-seq RNA and ATAC): report FOSCTTM "
+         "(0 perfect, 0.5 chance) of the plan's barycentric projections, in the target's coordinates, as /foscttm");
     positional.add("input", 1).add("target", 1);
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
@@ -146,6 +158,7 @@ Subcommand gw_subcommand() {
     const auto plan_precision = one_of(vm, "plan-precision", {"float32", "float64"});
     const auto output = option<std::string>(vm, "output");
     const auto use_rep = option<std::string>(vm, "use-rep");
+    const bool paired = option<bool>(vm, "paired");
 
     Side source, target;
     source.file = option<std::string>(vm, "input");
@@ -175,6 +188,14 @@ Subcommand gw_subcommand() {
           side->cloud = graph::read_point_cloud(side->file, side->dataset, use_rep);
         side->marginal = read_weights(side->file, side->weights);
       }
+      if (paired) {
+        require(!target.given_distances, target.file, target.dist,
+                "--paired projects onto the target's points, but the target is given as distances only");
+        if (!source.given_distances && source.cloud.n != target.cloud.n)
+          throw Error::option("paired", "source point i must be target point i, but the clouds have " +
+                                            std::to_string(source.cloud.n) + " and " +
+                                            std::to_string(target.cloud.n) + " points");
+      }
     });
 
     Kokkos::Timer phase_timer;
@@ -184,6 +205,10 @@ Subcommand gw_subcommand() {
     const auto result = gw::sampled_gw(*source_distances, *target_distances, o, comm,
                                        source.marginal, target.marginal);
     const double solve_seconds = total_timer.seconds() - setup_seconds;
+    const std::optional<double> foscttm =
+        paired ? std::optional<double>(gw::foscttm(comm, result.plan, result.row_begin, result.n_source,
+                                                   target.cloud.to_device()))
+               : std::nullopt;
 
     std::optional<AtomicFile> out;
     std::optional<io::h5::File> file;
@@ -196,7 +221,8 @@ Subcommand gw_subcommand() {
       file->write<std::int64_t>("iterations", {result.iterations}, {});
       file->write<double>("err_list", result.err_list);
       file->write<double>("cost_list", result.cost_list);
-      const nlohmann::json config = {
+      if (foscttm) file->write<double>("foscttm", {*foscttm}, {});
+      nlohmann::json config = {
           {"command", "gw"},
           {"source", given_or_cloud(source)},
           {"target", given_or_cloud(target)},
@@ -226,6 +252,8 @@ Subcommand gw_subcommand() {
           {"final_epsilon", result.final_epsilon},
           {"seconds_setup", setup_seconds},
           {"seconds_solve", solve_seconds}};
+      config["paired"] = paired;
+      if (foscttm) config["foscttm"] = *foscttm;
       file->write_string_attribute("/", "kotml_config", json_text(config));
     });
     if (plan_kind == "dense")
@@ -239,8 +267,8 @@ Subcommand gw_subcommand() {
     });
     log::out() << "gw: " << result.n_source << " x " << result.n_target << " (" << gw::to_string(mode)
                << "), " << result.iterations << " iterations, gw_cost " << result.gw_cost
-               << ", setup " << setup_seconds << " s, solve " << solve_seconds << " s -> " << output
-               << "\n";
+               << (foscttm ? ", FOSCTTM " + fixed_text(*foscttm, 4) : std::string())
+               << ", setup " << setup_seconds << " s, solve " << solve_seconds << " s -> " << output << "\n";
     return exit_ok;
   };
   return sub;

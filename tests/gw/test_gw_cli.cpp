@@ -144,6 +144,69 @@ TEST(GwCli, OptionsComeFromAnIniFile) {
     EXPECT_NE(config.find(setting), std::string::npos) << setting << " in " << config;
 }
 
+TEST(GwCli, PairedRunReportsTheFoscttmOfItsPlanOnEveryRankCount) {
+  // The same 120 spiral points on both sides, the target rotated into 3-D, so
+  // that point i of the source is point i of the target.
+  TempDir dir;
+  const auto src = gw::spiral(120);
+  std::vector<double> rotated;
+  for (std::int64_t i = 0; i < src.n; ++i) {
+    const double x = src.points[static_cast<std::size_t>(2 * i)], y = src.points[static_cast<std::size_t>(2 * i + 1)];
+    for (const double v : {0.6 * x - 0.8 * y, 0.8 * x + 0.6 * y, 0.5}) rotated.push_back(v);
+  }
+  {
+    auto f = io::h5::File::create(dir.file("paired.h5"));
+    f.write<double>("x", src.points, {src.n, src.dims});
+    f.write<double>("y", rotated, {src.n, 3});
+  }
+  const auto one = run_kotml(args({"gw", dir.file("paired.h5"), "-o", dir.file("one.h5"), "--mode", "precomputed",
+                                   "--plan", "dense", "--paired"}, small_run));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto two = run_kotml(args({"gw", dir.file("paired.h5"), "-o", dir.file("two.h5"), "--mode", "precomputed",
+                                   "--paired"}, small_run), 2);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto file = io::h5::File::open_read(dir.file("one.h5"));
+  const double reported = file.read<double>("foscttm").at(0);
+  EXPECT_EQ(io::h5::File::open_read(dir.file("two.h5")).read<double>("foscttm").at(0), reported);
+  EXPECT_NE(one.out.find("FOSCTTM "), std::string::npos) << one.out;
+  // SCOT's definition from the written plan: barycentres in the target's
+  // coordinates, then the fraction of points nearer than the true partner.
+  const auto plan = file.read<double>("plan");
+  const std::int64_t n = src.n;
+  std::vector<double> projected(static_cast<std::size_t>(n * 3), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double mass = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double t = plan[static_cast<std::size_t>(i * n + j)];
+      mass += t;
+      for (int c = 0; c < 3; ++c) projected[static_cast<std::size_t>(3 * i + c)] += t * rotated[static_cast<std::size_t>(3 * j + c)];
+    }
+    for (int c = 0; c < 3; ++c) projected[static_cast<std::size_t>(3 * i + c)] /= mass;
+  }
+  auto distance = [&](std::int64_t i, std::int64_t j) {
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) {
+      const double d = projected[static_cast<std::size_t>(3 * i + c)] - rotated[static_cast<std::size_t>(3 * j + c)];
+      sum += d * d;
+    }
+    return sum;
+  };
+  std::int64_t closer = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) closer += (distance(i, j) < distance(i, i)) + (distance(i, j) < distance(j, j));
+  EXPECT_DOUBLE_EQ(reported, 0.5 * static_cast<double>(closer) / static_cast<double>(n * n));
+  EXPECT_GE(reported, 0.0);
+  EXPECT_LE(reported, 1.0);
+  // Clouds of different sizes, or a target known only by its distances, cannot be scored.
+  write_pair(dir.file("unpaired.h5"), true);
+  expect_one_error_line(run_kotml(args({"gw", dir.file("unpaired.h5"), "-o", dir.file("x.h5"), "--paired"}, small_run)),
+                        "--paired");
+  expect_one_error_line(run_kotml(args({"gw", dir.file("unpaired.h5"), "-o", dir.file("x.h5"), "--paired", "--mode",
+                                        "precomputed"}, small_run)),
+                        "distances only");
+  EXPECT_FALSE(kotml::test::file_exists(dir.file("x.h5")));
+}
+
 TEST(GwCli, BadInputIsOneLineAndExitTwo) {
   TempDir dir;
   auto write = [&](const std::string& name, auto&& fill) {
