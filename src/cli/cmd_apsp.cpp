@@ -13,6 +13,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/components.hpp"
 #include "kotml/graph/graph_file.hpp"
@@ -74,6 +75,7 @@ Subcommand apsp_subcommand() {
         ("output,o", po::value<std::string>()->required(), "HDF5 file for /distances and /sources")
         ("precision", po::value<std::string>()->default_value("float32"),
          "float32 or float64 for /distances (paths are summed in float64 either way)");
+    declare_timers_option(groups.output);
     positional.add("input", 1);
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
@@ -85,13 +87,15 @@ Subcommand apsp_subcommand() {
     options.chunk_rows = positive<std::int64_t>(vm, "chunk-rows");
     const auto n_landmarks = non_negative<std::int64_t>(vm, "landmarks");
     const auto landmark_start = non_negative<std::int64_t>(vm, "landmark-start");
-    check_outputs(comm, {input}, {{"output", output}});
+    const std::string timers_json = option<std::string>(vm, "timers");
+    check_outputs(comm, {input}, {{"output", output}, {"timers", timers_json}});
 
     // Every rank reads the input (read-only) and holds the graph: each source's
     // Dijkstra needs all of it.
     bool from_graph = false;
     graph::PointCloud cloud;
     graph::CsrGraph<MemSpace> g;
+    std::optional<timers::Scope> timed(std::in_place, "read");
     comm.phase([&] {
       // A --group given by the user means a graph input: its absence is named
       // as such, not as a missing point dataset.
@@ -104,8 +108,10 @@ Subcommand apsp_subcommand() {
         cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"),
                                         option<std::string>(vm, "use-rep"));
     });
+    timed.emplace("kNN graph");
     if (!from_graph) g = graph::build_knn_graph(cloud.to_device(), option<int>(vm, "k"), comm, cloud.source);
 
+    timed.emplace("sources");
     std::vector<graph::NodeId> sources;
     comm.phase([&] {
       if (n_landmarks > 0) {
@@ -119,6 +125,7 @@ Subcommand apsp_subcommand() {
       }
     });
 
+    timed.emplace("shortest paths");
     Kokkos::Timer timer;
     std::optional<AtomicFile> out;
     std::optional<io::h5::File> file;
@@ -147,11 +154,13 @@ Subcommand apsp_subcommand() {
       file->close();
       out->commit();
     });
+    timed.reset();
     if (infinite > 0 && comm.is_root()) warn_infinite_lengths(g, infinite, static_cast<std::int64_t>(sources.size()), options.precision);
     log::out() << "apsp: " << sources.size() << " x " << g.n << " shortest-path lengths ("
                << option<std::string>(vm, "precision") << ", " << comm.size() << " rank"
                << (comm.size() == 1 ? "" : "s") << ") in " << timer.seconds()
                << " s (Dijkstra and writing) -> " << output << ":/distances\n";
+    report_timers(comm, "apsp", timers_json);
     return exit_ok;
   };
   return sub;

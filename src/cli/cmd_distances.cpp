@@ -8,6 +8,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/distance_matrix.hpp"
@@ -36,6 +37,7 @@ Subcommand distances_subcommand() {
     groups.output.add_options()
         ("output,o", po::value<std::string>()->required(), "output HDF5: /distances, /donors, /labels, /classes, /mds")
         ("mds-components", po::value<int>()->default_value(2), "dimensions of the classical MDS embedding");
+    declare_timers_option(groups.output);
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
     const auto cohort_options = learn::cohort_options_or_builtin(vm);
@@ -46,50 +48,54 @@ Subcommand distances_subcommand() {
     metric.kind = eval::parse_metric_kind(vm["metric"].as<std::string>());
     metric.squared = vm["squared"].as<bool>();
     const std::string model = vm["model"].as<std::string>();
-    check_outputs(comm, {cohort_options.input, model}, {{"output", output}});
+    const std::string timers_json = vm["timers"].as<std::string>();
+    check_outputs(comm, {cohort_options.input, model}, {{"output", output}, {"timers", timers_json}});
     if (metric.kind == eval::GroundMetric::Kind::learned) {
       if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
       comm.phase([&] { metric.a = learn::read_metric(model); });
     } else if (!model.empty()) {
       throw Error::option("model", "applies to --metric learned only");
     }
-    const auto cohort = learn::load_cohort(cohort_options, comm);
+    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
     if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)
       throw Error(model, "A", "the metric has " + std::to_string(metric.a.extent(1)) + " columns but the cohort has " +
                                   std::to_string(cohort.dim) + " features");
     if (mds_components > cohort.n_donors())
       throw Error::option("mds-components", "exceeds the " + std::to_string(cohort.n_donors()) + " donors");
-    const eval::DonorStore store(cohort);
+    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     std::vector<GlobalId> donors;
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
-    const auto d = eval::distance_matrix(store, metric, settings, donors, comm);
+    const auto d = timers::timed("distances", [&] { return eval::distance_matrix(store, metric, settings, donors, comm); });
     const auto config = learn::effective_config(vm, "distances", comm.size());
-    comm.phase([&] {
-      if (!comm.is_root()) return;
-      const auto mds = eval::classical_mds(d, mds_components);
-      const auto n = static_cast<std::int64_t>(donors.size());
-      AtomicFile target(output);
-      {
-        auto file = io::h5::File::create(target);
-        file.write("distances", std::vector<double>(d.data(), d.data() + d.size()), {n, n});
-        file.write_strings("donors", cohort.donor_ids());
-        const auto labels = cohort.labels();
-        file.write("labels", std::vector<std::int32_t>(labels.begin(), labels.end()));
-        file.write_strings("classes", cohort.classes);
-        file.write("mds", std::vector<double>(mds.embedding.data(), mds.embedding.data() + mds.embedding.size()),
-                   {n, static_cast<std::int64_t>(mds_components)});
-        file.write("mds_eigenvalues", mds.eigenvalues);
-        file.write_string_attribute("/", "metric", metric.name());
-        file.write_string_attribute("/", "config", json_text(config));
-        file.write_string_attribute("/", "kotml_version", version_string);
-        file.write_string_attribute("/", "git_hash", git_hash);
-        file.close();
-      }
-      target.commit();
+    timers::timed("mds and write", [&] {
+      comm.phase([&] {
+        if (!comm.is_root()) return;
+        const auto mds = eval::classical_mds(d, mds_components);
+        const auto n = static_cast<std::int64_t>(donors.size());
+        AtomicFile target(output);
+        {
+          auto file = io::h5::File::create(target);
+          file.write("distances", std::vector<double>(d.data(), d.data() + d.size()), {n, n});
+          file.write_strings("donors", cohort.donor_ids());
+          const auto labels = cohort.labels();
+          file.write("labels", std::vector<std::int32_t>(labels.begin(), labels.end()));
+          file.write_strings("classes", cohort.classes);
+          file.write("mds", std::vector<double>(mds.embedding.data(), mds.embedding.data() + mds.embedding.size()),
+                     {n, static_cast<std::int64_t>(mds_components)});
+          file.write("mds_eigenvalues", mds.eigenvalues);
+          file.write_string_attribute("/", "metric", metric.name());
+          file.write_string_attribute("/", "config", json_text(config));
+          file.write_string_attribute("/", "kotml_version", version_string);
+          file.write_string_attribute("/", "git_hash", git_hash);
+          file.close();
+        }
+        target.commit();
+      });
     });
     log::out() << "distances: " << donors.size() << " donors, " << donors.size() * (donors.size() - 1) / 2
                << " pairs under the " << metric.name() << " metric on " << comm.size() << " rank(s)\nwrote "
                << output << "\n";
+    report_timers(comm, "distances", timers_json);
     return exit_ok;
   };
   return sub;

@@ -16,6 +16,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/graph/knn_graph.hpp"
 #include "kotml/graph/point_cloud.hpp"
 #include "kotml/gw/distances.hpp"
@@ -129,6 +130,7 @@ Subcommand gw_subcommand() {
         ("paired", po::bool_switch(),
          "source point i and target point i are the same cell (e.g. SNARE-seq RNA and ATAC): report FOSCTTM "
          "(0 perfect, 0.5 chance) of the plan's barycentric projections, in the target's coordinates, as /foscttm");
+    declare_timers_option(groups.output);
     positional.add("input", 1).add("target", 1);
   };
   sub.run = [](const po::variables_map& vm, const dist::Comm& comm) {
@@ -170,8 +172,10 @@ Subcommand gw_subcommand() {
     target.dist = option<std::string>(vm, "dist-target");
     source.weights = option<std::string>(vm, "source-weights");
     target.weights = option<std::string>(vm, "target-weights");
-    check_outputs(comm, {source.file, target.file}, {{"output", output}});
+    const std::string timers_json = option<std::string>(vm, "timers");
+    check_outputs(comm, {source.file, target.file}, {{"output", output}, {"timers", timers_json}});
 
+    std::optional<timers::Scope> timed(std::in_place, "read");
     comm.phase([&] {
       if (mode == gw::DistanceMode::precomputed && second.empty() &&
           !graph::is_anndata_file(source.file)) {
@@ -198,18 +202,22 @@ Subcommand gw_subcommand() {
       }
     });
 
+    timed.emplace("graphs and distances");
     Kokkos::Timer phase_timer;
     auto source_distances = provider_for(source, mode, k, landmarks, cache_rows, comm);
     auto target_distances = provider_for(target, mode, k, landmarks, cache_rows, comm);
     const double setup_seconds = phase_timer.seconds();
+    timed.emplace("solve");
     const auto result = gw::sampled_gw(*source_distances, *target_distances, o, comm,
                                        source.marginal, target.marginal);
     const double solve_seconds = total_timer.seconds() - setup_seconds;
+    if (paired) timed.emplace("foscttm");
     const std::optional<double> foscttm =
         paired ? std::optional<double>(gw::foscttm(comm, result.plan, result.row_begin, result.n_source,
                                                    target.cloud.to_device()))
                : std::nullopt;
 
+    timed.emplace("write");
     std::optional<AtomicFile> out;
     std::optional<io::h5::File> file;
     comm.phase([&] {
@@ -265,10 +273,12 @@ Subcommand gw_subcommand() {
       file->close();
       out->commit();
     });
+    timed.reset();
     log::out() << "gw: " << result.n_source << " x " << result.n_target << " (" << gw::to_string(mode)
                << "), " << result.iterations << " iterations, gw_cost " << result.gw_cost
                << (foscttm ? ", FOSCTTM " + fixed_text(*foscttm, 4) : std::string())
                << ", setup " << setup_seconds << " s, solve " << solve_seconds << " s -> " << output << "\n";
+    report_timers(comm, "gw", timers_json);
     return exit_ok;
   };
   return sub;

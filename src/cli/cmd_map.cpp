@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/io/anndata.hpp"
@@ -51,7 +53,7 @@ map::MapOptions map_options(const po::variables_map& vm) {
   o.sinkhorn = sinkhorn_options(vm);
   o.double_precision = one_of(vm, "precision", {"double", "float"}) == "double";
   o.distance_samples = option<std::int64_t>(vm, "distance-samples");
-  o.seed = static_cast<std::uint64_t>(option<std::int64_t>(vm, "seed"));
+  o.seed = static_cast<std::uint64_t>(non_negative<std::int64_t>(vm, "seed"));
   o.de.seed = o.hvg.seed = o.seed;
   o.similar.threshold_mapping = option<double>(vm, "threshold-mapping");
   o.similar.threshold_distance = option<double>(vm, "threshold-distance");
@@ -135,13 +137,15 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
   const std::string out = option<std::string>(vm, "out");
   const std::string h5ad = option<std::string>(vm, "write-h5ad");
   const std::vector<std::string> inputs{options.query.path, options.reference.path};
-  auto outputs = out_folder_files(out, {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json"});
+  auto outputs =
+      out_folder_files(out, {"map.h5", "mapping.csv", "distance.csv", "similar_clusters.json", "timers.json"});
   outputs.push_back({"write-h5ad", h5ad});
   check_outputs(comm, inputs, outputs, "out", out);
   // A map runs minutes between phases: it reports each phase unless --quiet.
   if (log::progress_mode() != log::ProgressMode::quiet) log::set_verbose(true);
 
   map::MapInput query, reference;
+  std::optional<timers::Scope> timed(std::in_place, "read");
   comm.phase([&] {
     query = map::read_map_input(options.query, "query", options.allow_non_integer);
     reference = map::read_map_input(options.reference, "reference", options.allow_non_integer);
@@ -154,17 +158,21 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
     if (comm.is_root()) make_directories(out);
   });
 
+  timed.emplace("preprocess");
   const auto pre = map::preprocess(comm, query, reference, options);
   for (const auto& w : pre.warnings) log::warn(w);
   for (const auto* de : {&pre.query_de, &pre.reference_de})
     for (const auto& w : de->warnings) log::warn(w);
+  timed.reset();
   const auto result = map::solve_and_aggregate(comm, query, reference, pre, options);
 
   const auto config = configuration(options, query, reference, pre, result, comm.size());
-  comm.phase([&] {
-    if (!comm.is_root()) return;
-    map::write_map_outputs(out, query, reference, pre, result, options.similar, config);
-    if (!h5ad.empty()) write_annotated_query(h5ad, query, reference, result);
+  timers::timed("write", [&] {
+    comm.phase([&] {
+      if (!comm.is_root()) return;
+      map::write_map_outputs(out, query, reference, pre, result, options.similar, config);
+      if (!h5ad.empty()) write_annotated_query(h5ad, query, reference, result);
+    });
   });
   if (!result.report.converged)
     log::warn("the Sinkhorn iterations stopped at --max-iter " + std::to_string(options.sinkhorn.max_iterations) +
@@ -172,6 +180,7 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
   log::out() << map::markdown_summary(query, reference, pre, result);
   log::out() << "\nwrote " << out << "/{mapping.csv,distance.csv,similar_clusters.json,map.h5}"
              << (h5ad.empty() ? "" : " and " + h5ad) << "\n";
+  report_timers(comm, "map", out + "/timers.json");
   return 0;
 }
 

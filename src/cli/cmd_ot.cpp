@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "kotml/core/double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/narrowing.hpp"
 #include "kotml/core/types.hpp"
@@ -113,6 +115,7 @@ template <class T>
 int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot::TiledSinkhornOptions& options,
                    ot::Cost cost_kind, const std::string& out_path, const std::string& plan_path, bool pretty) {
   Problem p;
+  std::optional<timers::Scope> timed(std::in_place, "read");
   comm.phase([&] { p = read_problem(vm, true, comm); });
   comm.phase([&] { settle_weights(p, options.balanced() ? WeightMass::normalised : WeightMass::kept, comm); });
   if (std::is_same<T, float>::value)
@@ -124,6 +127,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
     throw Error::option("plan", "the plan would have " + std::to_string(p.x.total * p.y.total) +
                                     " entries; --plan writes plans of up to " + std::to_string(largest_written_plan) +
                                     " (use -o for the potentials, from which any part of the plan follows)");
+  timed.emplace("stage");
   const DeviceSide<T> dx(p.x), dy(p.y);
   // The solve reads only the device copies; the host staging in double is the
   // largest allocation of a rank (2.7x the fp32 points), so it goes now.
@@ -132,8 +136,10 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   ot::PointCost cost;
   cost.kind = cost_kind;
   const ot::RowBlock rows{p.x.total, p.x.begin, p.x.count};
+  timed.emplace("solve");
   ot::TiledSinkhorn<T> solver(comm, rows, dx.view(), dy.view(), cost, options);
   const auto report = solver.solve();
+  timed.emplace("marginals");
   if (report.status == ot::SolveStatus::numerical_error)
     throw Error("", "sinkhorn", "the iterations produced non-finite potentials (epsilon " +
                                     std::to_string(report.epsilon) +
@@ -181,6 +187,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   out["seconds"] = report.seconds;
 
   // Everything a file needs, gathered before any rank writes.
+  timed.emplace("gather and write");
   const auto f_all = comm.allgatherv(solver.f());
   const auto g = solver.g();
   std::vector<double> plan;
@@ -212,6 +219,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
     log::warn("ot: Sinkhorn stopped after " + std::to_string(report.iterations) + " iterations at error " +
               std::to_string(report.errors.empty() ? 0.0 : report.errors.back()) + " above --threshold " +
               std::to_string(options.threshold) + " (raise --max-iter or --threshold); results are the last iterate");
+  timed.reset();
   if (comm.is_root()) log::out() << (pretty ? json_text(out, 2) : json_text(out)) << std::endl;
   return exit_ok;
 }
@@ -247,6 +255,7 @@ int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost
   }
   nlohmann::ordered_json out;
   std::string status;
+  const timers::Scope timed("solve on rank 0");
   comm.phase([&] {
     if (!comm.is_root()) return;
     Problem p = read_problem(vm, false, comm);
@@ -322,15 +331,22 @@ int run_ot(const po::variables_map& vm, const dist::Comm& comm) {
   std::vector<std::string> inputs;
   for (const char* name : {"input", "source", "target"})
     if (has(vm, name)) inputs.push_back(option<std::string>(vm, name));
-  check_outputs(comm, inputs, {{"plan", plan_path}, {"out", out_path}});
+  const std::string timers_json = option<std::string>(vm, "timers");
+  check_outputs(comm, inputs, {{"plan", plan_path}, {"out", out_path}, {"timers", timers_json}});
   if (!out_path.empty() && !plan_path.empty() &&
       std::filesystem::weakly_canonical(out_path) == std::filesystem::weakly_canonical(plan_path))
     throw Error::option("out", "must differ from --plan");
-  if (!sinkhorn) return solve_emd(vm, comm, cost, plan_path, pretty);
-  const auto options = sinkhorn_options(vm);
-  const std::string precision = one_of(vm, "precision", {"double", "float"});
-  return precision == "float" ? solve_sinkhorn<float>(vm, comm, options, cost, out_path, plan_path, pretty)
-                              : solve_sinkhorn<double>(vm, comm, options, cost, out_path, plan_path, pretty);
+  int code = exit_ok;
+  if (!sinkhorn) {
+    code = solve_emd(vm, comm, cost, plan_path, pretty);
+  } else {
+    const auto options = sinkhorn_options(vm);
+    const std::string precision = one_of(vm, "precision", {"double", "float"});
+    code = precision == "float" ? solve_sinkhorn<float>(vm, comm, options, cost, out_path, plan_path, pretty)
+                                : solve_sinkhorn<double>(vm, comm, options, cost, out_path, plan_path, pretty);
+  }
+  report_timers(comm, "ot", timers_json);
+  return code;
 }
 
 }  // namespace
@@ -370,6 +386,7 @@ Subcommand ot_subcommand() {
          "write the plan (Sinkhorn: dense /plan n×m, small problems only; EMD: sparse /plan_row, "
          "/plan_col, /plan_value) with the potentials /f and /g")
         ("pretty", po::bool_switch(), "print the JSON summary indented instead of on one line");
+    declare_timers_option(groups.output);
     declare_sinkhorn_options(groups, "double");
   };
   sub.run = run_ot;

@@ -9,6 +9,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/eval/metric_cli.hpp"
@@ -57,20 +58,21 @@ Subcommand test_subcommand() {
     } else if (metric.squared) {
       throw Error::option("squared", "applies to --metric learned only");
     }
-    const auto cohort = learn::load_cohort(cohort_options, comm);
+    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
     if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)
       throw Error(model, "A", "the metric has " + std::to_string(metric.a.extent(1)) + " columns but the cohort has " +
                                   std::to_string(cohort.dim) + " features");
     const auto splits = eval::protocol_splits(cohort, protocol);
     if (!out.empty()) learn::prepare_output_dir(out, comm);
-    const eval::DonorStore store(cohort);
+    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     log::out() << data::describe(cohort);
     learn::RunRecord run;
     run.subcommand = "test";
     run.config = learn::effective_config(vm, "test", comm.size());
     for (int s = 0; s < static_cast<int>(splits.size()); ++s) {
       const auto& split = splits[static_cast<std::size_t>(s)];
-      const auto scores = eval::score_split(cohort, store, metric, settings, split, protocol.knn_k, comm);
+      const auto scores = timers::timed(
+          "evaluate", [&] { return eval::score_split(cohort, store, metric, settings, split, protocol.knn_k, comm); });
       eval::SplitRecord record;
       record.split = s;
       record.n_train = static_cast<std::int64_t>(split.train.size());
@@ -89,13 +91,16 @@ Subcommand test_subcommand() {
     log::out() << "\n" << eval::markdown_table({{metric.name(), summary}}) << std::flush;
     run.summary = eval::summary_json(summary);
     if (metric.kind == eval::GroundMetric::Kind::learned) run.a = metric.a;
-    comm.phase([&] {
-      if (!comm.is_root() || out.empty()) return;
-      write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
-      write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
-      learn::write_results(out + "/results.h5", cohort, run);
+    timers::timed("write", [&] {
+      comm.phase([&] {
+        if (!comm.is_root() || out.empty()) return;
+        write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
+        write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
+        learn::write_results(out + "/results.h5", cohort, run);
+      });
     });
-    if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5}\n";
+    if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5, timers.json}\n";
+    report_timers(comm, "test", out.empty() ? "" : out + "/timers.json");
     return exit_ok;
   };
   return sub;

@@ -7,6 +7,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/learn/cli_support.hpp"
@@ -69,17 +70,18 @@ Subcommand train_subcommand() {
       throw Error::option("write-h5ad", "needs an --input .h5ad to copy");
     check_outputs(comm, {cohort_options.input},
                   {{"out", out + "/results.h5", true},
+                   {"out", out + "/timers.json", true},
                    {"checkpoint", options.checkpoint_path, true},
                    {"write-h5ad", h5ad}},
                   "out", out);
 
-    const auto cohort = learn::load_cohort(cohort_options, comm);
+    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
     std::vector<GlobalId> donors;
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
     options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, cohort.n_donors(), cohort.n_classes());
     learn::prepare_output_dir(out, comm);
-    const eval::DonorStore store(cohort);
+    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     log::out() << data::describe(cohort);
     const auto result = learn::train(cohort, store, donors, options, comm);
 
@@ -96,12 +98,15 @@ Subcommand train_subcommand() {
     run.a = result.a;
     run.history = result.history;
     run.top_genes = top;
-    comm.phase([&] {
-      if (!comm.is_root()) return;
-      learn::write_results(out + "/results.h5", cohort, run);
-      if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, result.a);
+    timers::timed("write", [&] {
+      comm.phase([&] {
+        if (!comm.is_root()) return;
+        learn::write_results(out + "/results.h5", cohort, run);
+        if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, result.a);
+      });
     });
     log::out() << "wrote " << out << "/results.h5" << (h5ad.empty() ? "" : " and " + h5ad) << "\n";
+    report_timers(comm, "train", out + "/timers.json");
     return exit_ok;
   };
   return sub;

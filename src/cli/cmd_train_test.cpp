@@ -14,6 +14,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/data/cohort_options.hpp"
 #include "kotml/eval/donor_store.hpp"
@@ -90,14 +91,14 @@ Subcommand train_test_subcommand() {
       outputs.push_back({"checkpoint", split_checkpoint(options.checkpoint_path, 0), true});
     check_outputs(comm, {cohort_options.input}, outputs, out.empty() ? "" : "out", out);
 
-    const auto cohort = learn::load_cohort(cohort_options, comm);
+    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
     const auto splits = eval::protocol_splits(cohort, protocol);
     std::int64_t smallest_train = cohort.n_donors();
     for (const auto& s : splits) smallest_train = std::min<std::int64_t>(smallest_train, static_cast<std::int64_t>(s.train.size()));
     options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, smallest_train, cohort.n_classes());
     if (!out.empty()) learn::prepare_output_dir(out, comm);
-    const eval::DonorStore store(cohort);
+    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     log::out() << data::describe(cohort);
 
     learn::RunRecord run;
@@ -121,7 +122,8 @@ Subcommand train_test_subcommand() {
       metric.kind = eval::GroundMetric::Kind::learned;
       metric.squared = options.squared;
       metric.a = trained.a;
-      const auto scores = eval::score_split(cohort, store, metric, options.ot, split, protocol.knn_k, comm);
+      const auto scores = timers::timed(
+          "evaluate", [&] { return eval::score_split(cohort, store, metric, options.ot, split, protocol.knn_k, comm); });
       eval::SplitRecord record;
       record.split = s;
       record.n_train = static_cast<std::int64_t>(split.train.size());
@@ -160,16 +162,19 @@ Subcommand train_test_subcommand() {
     run.a = run.splits[best].a;
     run.history = run.splits[best].history;
     run.summary = eval::summary_json(summary);
-    comm.phase([&] {
-      if (!comm.is_root()) return;
-      if (!out.empty()) {
-        write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
-        write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
-        learn::write_results(out + "/results.h5", cohort, run);
-      }
-      if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, run.a);
+    timers::timed("write", [&] {
+      comm.phase([&] {
+        if (!comm.is_root()) return;
+        if (!out.empty()) {
+          write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
+          write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
+          learn::write_results(out + "/results.h5", cohort, run);
+        }
+        if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, run.a);
+      });
     });
-    if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5}\n";
+    if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5, timers.json}\n";
+    report_timers(comm, "train-test", out.empty() ? "" : out + "/timers.json");
     return exit_ok;
   };
   return sub;

@@ -23,6 +23,7 @@
 #include "kotml/core/blas_threads.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/dist/comm.hpp"
@@ -156,9 +157,11 @@ int dispatch(const std::vector<std::string>& args, const dist::Comm& comm) {
   if (vm.count("config"))
     store_config_file(vm["config"].as<std::string>(), *sub, desc, subcommands, vm);
   notify_options(vm);
+  require_finite_numbers(vm, desc);
   log::set_verbose(vm["verbose"].as<bool>());
   log::set_progress_mode(progress_mode_of(vm));
   int code = exit_ok;
+  timers::reset();
   comm.phase([&] { code = sub->run(vm, comm); });
   return code;
 }

@@ -1,6 +1,12 @@
 #include "options.hpp"
 
+#include <iostream>
+
 #include "kotml/core/atomic_file.hpp"
+#include "kotml/core/json_text.hpp"
+#include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
+#include "kotml/dist/timer_summary.hpp"
 
 namespace kotml::cli {
 
@@ -27,6 +33,23 @@ void check_outputs(const dist::Comm& comm, const std::vector<std::string>& input
     for (const auto& file : files)
       if (!file.path.empty()) check_output_path(file.path, inputs, file.option, file.in_created_folder);
   });
+}
+
+void report_timers(const dist::Comm& comm, const std::string& command, const std::string& json_path) {
+  const dist::TimerSummary summary = dist::summarize_timers(comm);
+  if (comm.is_root() && log::progress_mode() != log::ProgressMode::quiet) {
+    log::clear_progress_line();
+    std::cerr << dist::timer_table(summary, command) << std::endl;
+  }
+  comm.phase([&] {
+    if (comm.is_root() && !json_path.empty())
+      write_text_atomically(json_path, json_text(dist::to_json(summary), 2) + "\n");
+  });
+}
+
+void declare_timers_option(po::options_description& output) {
+  output.add_options()("timers", po::value<std::string>()->default_value(""),
+                       "also write the time per phase (min/mean/max over ranks) as JSON to this file");
 }
 
 }  // namespace kotml::cli

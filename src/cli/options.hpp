@@ -64,9 +64,9 @@ struct OutputFile {
 /// The files `names` inside the folder of --out, which the command creates.
 std::vector<OutputFile> out_folder_files(const std::string& out, std::initializer_list<const char*> names);
 
-/// The three files of an evaluation run in --out (eval and learn write them).
+/// The files of an evaluation run in --out (eval and learn write them).
 inline std::vector<OutputFile> evaluation_outputs(const std::string& out) {
-  return out_folder_files(out, {"metrics.csv", "summary.json", "results.h5"});
+  return out_folder_files(out, {"metrics.csv", "summary.json", "results.h5", "timers.json"});
 }
 
 /// Before any work, on every rank (one agreed phase): the output folder (if
@@ -74,5 +74,14 @@ inline std::vector<OutputFile> evaluation_outputs(const std::string& out) {
 /// none of the inputs (kotml/core/atomic_file.hpp). Empty paths are skipped.
 void check_outputs(const dist::Comm& comm, const std::vector<std::string>& inputs, const std::vector<OutputFile>& files,
                    const std::string& folder_option = "", const std::string& folder = "");
+
+/// The end of a timed command (collective): the phase timers of every rank as
+/// one table (kotml/dist/timer_summary.hpp), printed on stderr by rank 0 unless
+/// --quiet, and written as JSON to `json_path` (rank 0, atomically) unless it
+/// is empty. The path must have been checked with the command's outputs.
+void report_timers(const dist::Comm& comm, const std::string& command, const std::string& json_path);
+
+/// --timers FILE: the option of the commands that write no --out folder.
+void declare_timers_option(po::options_description& output);
 
 }  // namespace kotml::cli

@@ -1,5 +1,6 @@
 #include "parse.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -147,6 +148,21 @@ void notify_options(po::variables_map& vm) {
     po::notify(vm);
   } catch (const po::error& e) {
     throw Error("", "", option_error_text(e));
+  }
+}
+
+void require_finite_numbers(const po::variables_map& vm, const po::options_description& desc) {
+  for (const auto& [name, value] : vm) {
+    const auto* number = boost::any_cast<double>(&value.value());
+    if (!number || std::isfinite(*number) || value.defaulted()) continue;
+    if (std::isnan(*number)) throw Error::option(name, "must be a number, got nan");
+    // Infinity is a value only where it is the default (prep's --max-disp).
+    boost::any default_value;
+    const auto* option = desc.find_nothrow(name, false);
+    const bool infinite_default = option && option->semantic()->apply_default(default_value) &&
+                                  boost::any_cast<double>(&default_value) &&
+                                  std::isinf(*boost::any_cast<double>(&default_value));
+    if (!infinite_default) throw Error::option(name, "must be finite, got " + std::to_string(*number));
   }
 }
 

@@ -37,6 +37,11 @@ void store_config_file(const std::string& path, const Subcommand& sub, const po:
 /// po::notify (defaults, typed values), with boost's errors as kotml::Error.
 void notify_options(po::variables_map& vm);
 
+/// Every number option given is a number, and finite unless its default is
+/// infinite: NaN or inf would pass "must be positive" checks written as
+/// comparisons, and a JSON record of the run writes them as null.
+void require_finite_numbers(const po::variables_map& vm, const po::options_description& desc);
+
 /// The text of a boost option error. boost 1.74's own what() replaces each
 /// %placeholder% until none is left, so a value that holds "%value%" (found by
 /// fuzz_config) made `kotml ot --epsilon %value%` loop forever; here every

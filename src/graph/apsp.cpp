@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/graph/dijkstra.hpp"
@@ -68,10 +69,12 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
       for (std::int64_t r = begin; r < end; ++r) ids_h(r - begin) = sources[r];
       auto ids = Kokkos::create_mirror_view_and_copy(MemSpace(), ids_h);
       auto used_ids = Kokkos::subview(ids, Kokkos::make_pair(std::int64_t(0), end - begin));
+      const timers::Scope timed("dijkstra");
       shortest_paths<T>(g, used_ids, rows);
       auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), rows);
       std::copy(h.data(), h.data() + (end - begin) * n, buffer.begin());
     }
+    const timers::Scope timed("gather and write");
     if (!comm.is_root()) {
       if (end > begin)
         MPI_Send(buffer.data(), static_cast<int>((end - begin) * n), mpi_type<T>(), 0, 0,

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
 #include "gw_kernels.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/gw/anchor_sampling.hpp"
 #include "kotml/gw/cost_estimate.hpp"
@@ -65,16 +67,6 @@ std::vector<double> gather_rows(const dist::Comm& comm, const std::vector<Double
     for (const auto& h : hosts) mine.push_back(h(i));
   return comm.size() == 1 ? mine : comm.allgatherv(mine);
 }
-
-struct Clock {
-  Kokkos::Timer timer;
-  double lap() {
-    Kokkos::fence();
-    const double t = timer.seconds();
-    timer.reset();
-    return t;
-  }
-};
 
 void check_marginal(const std::vector<double>& w, std::int64_t n, const std::string& name) {
   if (w.empty()) return;
@@ -164,7 +156,6 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
   double best_ema = std::numeric_limits<double>::infinity();
   int no_improve = 0;
   const int patience = std::max(o.min_iter_before_converge / 2, 20);
-  Clock clock;
 
   std::vector<double> per_row = gather_rows(comm, {row_mass, row_cost, row_change});
   std::vector<double> mass(static_cast<std::size_t>(n));
@@ -176,32 +167,33 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
     result.final_epsilon = eps;
 
     // 1. Anchor pairs ~ T/ΣT.
+    std::optional<timers::Scope> step(std::in_place, "sampling");
     for (std::int64_t i = 0; i < n; ++i)
       mass[static_cast<std::size_t>(i)] = per_row[static_cast<std::size_t>(3 * i)];
     const AnchorPairs anchors = sampler.draw(plan, own.begin, mass, o.seed, static_cast<std::uint64_t>(t));
-    result.timings.sampling += clock.lap();
 
     // 2. Distances to the anchors.
+    step.emplace("distances");
     source.distances(anchors.source, own.begin, dx_raw);
     target.distances(anchors.target, 0, dy_raw);
-    result.timings.distances += clock.lap();
 
     // 3. Λ, and the slack penalty 100·max(max Λ, 1).
+    step.emplace("cost");
     const double lambda_max = estimate.build(dx_raw, dy_raw, lambda, comm);
     const double penalty = 100.0 * std::max(lambda_max, 1.0);
-    result.timings.cost += clock.lap();
 
     // 4. Sinkhorn on the slack-augmented problem, warm-started.
+    step.emplace("sinkhorn");
     const auto inner_summary = sinkhorn.solve(lambda, penalty, eps, inner);
     result.sinkhorn_iterations += inner_summary.iterations;
-    result.timings.sinkhorn += clock.lap();
 
     // 5. Momentum, with each row's mass, cost and change.
+    step.emplace("update");
     detail::momentum_update<S>(lambda, plan, sinkhorn.log_u(), sinkhorn.log_v(),
                                static_cast<S>(1.0 / eps), static_cast<S>(o.alpha), row_mass,
                                row_cost, row_change);
     per_row = gather_rows(comm, {row_mass, row_cost, row_change});
-    result.timings.update += clock.lap();
+    step.reset();
 
     // 6. TorchGW's convergence checks: every 5 iterations, every iteration
     // from min_iter on, and at the last.

@@ -15,6 +15,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/dist/exact_sum.hpp"
@@ -310,6 +311,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   const auto& pairs = triplets.pairs;
 
   // Pairs this rank solves, and the donors it needs on the device.
+  std::optional<timers::Scope> timed(std::in_place, "pairs");
   std::vector<std::size_t> mine;
   for (std::size_t p = 0; p < pairs.size(); ++p) {
     if (exact && pairs[p].first == pairs[p].second) continue;  // EMD(X, X) = 0, zero gradient
@@ -337,6 +339,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   std::sort(staged.begin(), staged.end());
   staged.erase(std::unique(staged.begin(), staged.end()), staged.end());
 
+  timed.emplace("stage and project");
   const auto a_device = eval::metric_to_device(a);
   // Sinkhorn runs on single-precision projected points unless asked otherwise
   // (EMD always on double).
@@ -358,6 +361,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   // Sinkhorn: ε relative to the mean cost over every entry of every pair of
   // the batch (GGML-OT), summed exactly across ranks.
   double epsilon = fixed_epsilon;
+  timed.emplace("epsilon");
   if (!exact && !(fixed_epsilon > 0.0)) {
     dist::ExactSum cost_sum(1);
     std::int64_t entries = 0;
@@ -377,6 +381,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   }
 
   // Solve this rank's pairs.
+  timed.emplace("solve");
   std::vector<double> my_costs(mine.size(), 0.0);
   HostMatrix<double> source_gradient, target_gradient;
   comm.phase([&] {
@@ -436,6 +441,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   });
 
   // Every rank gets every pair's cost, by pair id.
+  timed.emplace("gather costs");
   std::vector<std::int64_t> ids(mine.begin(), mine.end());
   std::vector<double> pair_cost(pairs.size(), 0.0);
   if (owners) {
@@ -454,6 +460,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   if (!want_gradient) return result;
 
   // H: Σ over pairs of coefficient × point gradients, per point of the batch.
+  timed.emplace("reduce H");
   std::vector<std::int64_t> h_row(batch.size(), 0);
   std::int64_t h_rows = 0;
   if (store_.identical_supports()) {
@@ -483,6 +490,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   const auto h = h_sum.allreduce(comm);
 
   // ∂L/∂A = Σ_u H_uᵀ X_u: each rank maps its block of donors, summed exactly.
+  timed.emplace("gradient");
   dist::ExactSum g_sum(static_cast<std::size_t>(k * d));
   comm.phase([&] {
     Matrix<double> grad_block(no_init("kotml::learn::donor_gradient"), static_cast<std::size_t>(k), static_cast<std::size_t>(d));
@@ -763,6 +771,7 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
       record.grad_norm = grad_norm;
       record.min_grad_norm = std::min(record.min_grad_norm, grad_norm);
       if (options.stop_thr > 0.0 && grad_norm < options.stop_thr) result.converged = true;
+      const auto timed_step = timers::scope("optimiser step");
       std::vector<double> total_grad(step.grad);
       add_regularizer_gradient(result.a, options.reg_type, options.reg, total_grad);
       Kokkos::deep_copy(a_before_step, result.a);

@@ -7,11 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
-#include "kotml/core/region.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/data/normalize_total.hpp"
 #include "kotml/io/anndata.hpp"
@@ -136,7 +137,7 @@ std::vector<std::int32_t> local_slice(const std::vector<std::int32_t>& all, cons
 template <class T>
 void aggregate_mapping(ot::TiledSinkhorn<T>& solver, const MapInput& query, const MapInput& reference,
                        MapResult& result) {
-  ProfilingRegion region("kotml::map::mapping");
+  const timers::Scope timed("mapping");
   const auto k_q = static_cast<std::int32_t>(query.n_clusters());
   const auto codes = local_slice(query.clusters.codes, result.rows);
   const auto column_mass =
@@ -152,7 +153,7 @@ void aggregate_mapping(ot::TiledSinkhorn<T>& solver, const MapInput& query, cons
 template <class T>
 void aggregate_distance(ot::TiledSinkhorn<T>& solver, const MapInput& query, const MapInput& reference,
                         const MapOptions& options, MapResult& result) {
-  ProfilingRegion region("kotml::map::distance");
+  const timers::Scope timed("distance");
   const auto k_q = query.n_clusters(), k_r = reference.n_clusters();
   const auto q_keep = distance_sample(query.clusters.codes, k_q, options.distance_samples, options.seed, Side::query);
   const auto r_keep =
@@ -179,7 +180,7 @@ void aggregate_distance(ot::TiledSinkhorn<T>& solver, const MapInput& query, con
 template <class T>
 void transfer_labels(const dist::Comm& comm, ot::TiledSinkhorn<T>& solver, const MapInput& reference,
                      MapResult& result) {
-  ProfilingRegion region("kotml::map::transfer");
+  const timers::Scope timed("transfer");
   const auto k_r = static_cast<std::int32_t>(reference.n_clusters());
   const auto row_mass = solver.apply(std::vector<double>(reference.clusters.codes.size(), 1.0),
                                      reference.clusters.codes, k_r);
@@ -209,6 +210,7 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
   const auto& rows = result.rows;
   MapFeatures features;
   comm.phase([&] { features = map_features(query, reference, pre, options, rows); });
+  std::optional<timers::Scope> timed(std::in_place, "stage");
 
   result.a = marginal(query.clusters.codes, query.n_clusters(), options.marginals);
   result.b = marginal(reference.clusters.codes, reference.n_clusters(), options.marginals);
@@ -234,6 +236,7 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
   const auto y_labels = device_vector(reference.clusters.codes, "kotml::map::reference_labels");
   features = MapFeatures{};
 
+  timed.emplace("solve");
   ot::TiledSinkhorn<T> solver(comm, rows, {x, a_local, x_labels}, {y, b, y_labels}, cost, options.sinkhorn);
   auto start = std::chrono::steady_clock::now();
   result.report = solver.solve();
@@ -248,6 +251,7 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
             std::to_string(result.report.errors.empty() ? 0.0 : result.report.errors.back()) + ", " +
             std::to_string(result.seconds_solve) + " s");
 
+  timed.reset();
   start = std::chrono::steady_clock::now();
   aggregate_mapping(solver, query, reference, result);
   result.seconds_mapping = seconds_since(start);
@@ -336,7 +340,7 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   MapPreprocessing pre;
   auto start = std::chrono::steady_clock::now();
   comm.phase([&] {
-    ProfilingRegion region("kotml::map::align_genes");
+    const timers::Scope timed("align genes");
     pre.genes = align_genes(query.var_names, gene_totals(query.counts), reference.var_names,
                             gene_totals(reference.counts), options.min_gene_counts, query.path, reference.path);
     const auto shared = static_cast<std::int64_t>(pre.genes.names.size());
@@ -358,7 +362,7 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   start = std::chrono::steady_clock::now();
   const auto labels_of = [](const ClusterLabels& c) { return Labels{c.codes, c.names}; };
   {
-    ProfilingRegion region("kotml::map::de");
+    const timers::Scope timed("de");
     pre.query_de = de_tables(comm, query_counts, query.samples, labels_of(query.clusters), options.de);
     log::info("map: DE of the query (" + std::to_string(query.n_clusters()) + " clusters), " +
               std::to_string(seconds_since(start)) + " s");
@@ -369,7 +373,7 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
 
   start = std::chrono::steady_clock::now();
   comm.phase([&] {
-    ProfilingRegion region("kotml::map::hvg");
+    const timers::Scope timed("hvg");
     if (options.use_rep.empty())
       pre.hvg = shared_highly_variable_genes(query_counts, reference_counts, pre.genes.names, options.hvg).selected();
   });
@@ -380,7 +384,7 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
 
   start = std::chrono::steady_clock::now();
   comm.phase([&] {
-    ProfilingRegion region("kotml::map::label_distance");
+    const timers::Scope timed("label distance");
     std::vector<std::uint8_t> allowed;
     if (!options.official_genes.empty()) {
       pre.gene_filtering = true;
@@ -396,7 +400,7 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
 
 MapFeatures map_features(const MapInput& query, const MapInput& reference, const MapPreprocessing& pre,
                          const MapOptions& options, const ot::RowBlock& rows) {
-  ProfilingRegion region("kotml::map::features");
+  const timers::Scope timed("features");
   MapFeatures f;
   std::int64_t query_dim = 0, reference_dim = 0;
   f.query = side_features(query, hvg_columns(pre.genes.query_index, pre.hvg), options.use_rep, rows.begin,

@@ -152,6 +152,28 @@ TEST(Cli, AbbreviatedOptionsAreRefusedNotGuessed) {
   EXPECT_EQ(r.error_lines().size(), 1u) << r.err;
 }
 
+TEST(Cli, NonFiniteNumbersAreRefusedWhereTheDefaultIsFinite) {
+  // Found by the JSON schema test: --tol inf or --rho nan ran, and the run's
+  // JSON record held null for them.
+  for (const auto& [args, fragment] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"gw", "x.h5", "-o", "y.h5", "--tol", "inf"}, "--tol: must be finite"},
+           {{"gw", "x.h5", "-o", "y.h5", "--rho", "nan"}, "--rho: must be a number"},
+           {{"train-test", "--builtin", "toy2d", "--sinkhorn-tol", "-inf"}, "--sinkhorn-tol: must be finite"},
+           {{"map", "q.h5ad", "r.h5ad", "--out", "o", "--query-label-col", "a", "--ref-label-col", "b",
+             "--query-sample-col", "c", "--ref-sample-col", "d", "--auroc-threshold", "nan"},
+            "--auroc-threshold"}}) {
+    const auto r = run_kotml(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  }
+  // prep's --max-disp is infinite by default, so inf is a value there: the run
+  // gets as far as its missing input.
+  const auto prep = run_kotml({"prep", "missing.h5ad", "-o", "out.h5ad", "--max-disp", "inf"});
+  EXPECT_EQ(prep.exit_code, 2);
+  EXPECT_NE(prep.err.find("missing.h5ad"), std::string::npos) << prep.err;
+}
+
 TEST(Cli, NoArgumentsPrintsHelpAndFails) {
   const auto r = run_kotml({});
   EXPECT_EQ(r.exit_code, 2);

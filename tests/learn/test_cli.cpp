@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -184,6 +185,27 @@ TEST(LearnCli, DefaultNCompsFitsATwoFeatureCohortWithOneNote) {
                             "--quiet", "--out", quiet.path()});
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_EQ(q.err.find("kotml: note:"), std::string::npos) << q.err;
+}
+
+TEST(LearnCli, TrainTestTimesItsPhasesOverRanks) {
+  TempDir out;
+  const auto r = run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", out.path()}), 2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto timers = nlohmann::json::parse(slurp(out.file("timers.json")));
+  EXPECT_EQ(timers["ranks"], 2);
+  std::vector<std::string> names;
+  for (const auto& phase : timers["phases"]) {
+    names.push_back(phase["name"]);
+    EXPECT_LE(phase["seconds"]["min"].get<double>(), phase["seconds"]["mean"].get<double>());
+    EXPECT_LE(phase["seconds"]["mean"].get<double>(), phase["seconds"]["max"].get<double>());
+    EXPECT_GE(phase["imbalance"].get<double>(), 1.0);
+  }
+  for (const char* expected : {"read", "stage", "pairs", "solve", "reduce H", "optimiser step", "evaluate", "write"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  // The table on stderr names the same phases; 8 epochs x 3 splits of one full batch.
+  EXPECT_NE(r.err.find("kotml train-test: time per phase over 2 rank(s), seconds"), std::string::npos) << r.err;
+  for (const auto& phase : timers["phases"])
+    if (phase["name"] == "optimiser step") EXPECT_EQ(phase["calls"], 24);
 }
 
 TEST(LearnCli, BadInputIsOneLineExitTwo) {

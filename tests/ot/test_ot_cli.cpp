@@ -125,11 +125,16 @@ TEST(OtCli, IterationLimitIsAWarningNotAnError) {
   const auto json = parse(r);
   EXPECT_EQ(json["status"], "max_iter");
   EXPECT_EQ(json["iterations"], 3);
-  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
-  EXPECT_NE(r.error_lines()[0].find("warning"), std::string::npos);
-  const auto e = run_kotml({"ot", "--input", dir.file("in.h5"), "--max-iter", "2"});
+  // One warning, then the time-per-phase table (which --quiet leaves out).
+  ASSERT_FALSE(r.error_lines().empty()) << r.err;
+  EXPECT_EQ(r.error_lines()[0].rfind("kotml: warning: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.error_lines()[1].rfind("kotml ot: time per phase over 1 rank(s)", 0), 0u) << r.err;
+  for (std::size_t i = 1; i < r.error_lines().size(); ++i)
+    EXPECT_EQ(r.error_lines()[i].find("warning"), std::string::npos) << r.err;
+  const auto e = run_kotml({"ot", "--input", dir.file("in.h5"), "--max-iter", "2", "--quiet"});
   EXPECT_EQ(parse(e)["status"], "max_iter");
-  EXPECT_EQ(e.error_lines().size(), 1u);
+  ASSERT_EQ(e.error_lines().size(), 1u) << e.err;
+  EXPECT_EQ(e.error_lines()[0].rfind("kotml: warning: ", 0), 0u) << e.err;
 }
 
 TEST(OtCli, SameOutputOnSeveralRanks) {

@@ -69,10 +69,6 @@ struct SampledGwOptions {
   void validate() const;
 };
 
-struct SampledGwTimings {
-  double sampling = 0, distances = 0, cost = 0, sinkhorn = 0, update = 0;
-};
-
 struct SampledGwResult {
   std::int64_t n_source = 0, n_target = 0;
   /// This rank's plan rows [row_begin, row_end) and their block of T (float64).
@@ -86,11 +82,12 @@ struct SampledGwResult {
   std::vector<double> cost_list;  ///< gw_cost at each check
   std::int64_t sinkhorn_iterations = 0;  ///< summed over outer iterations
   double final_epsilon = 0;
-  SampledGwTimings timings;       ///< seconds, this rank
 };
 
 /// Collective. p (N) and q (K) are the marginals (empty: uniform), the same on
-/// every rank. The providers answer for the source and the target cloud.
+/// every rank. The providers answer for the source and the target cloud. Each
+/// iteration's steps are timed as the phases sampling, distances, cost,
+/// sinkhorn and update (kotml/core/phase_timers.hpp).
 SampledGwResult sampled_gw(DistanceProvider& source, DistanceProvider& target,
                            const SampledGwOptions& options, const dist::Comm& comm,
                            const std::vector<double>& p = {}, const std::vector<double>& q = {});
