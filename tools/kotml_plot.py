@@ -687,7 +687,8 @@ def parse_number(cell):
 
 
 def read_scaling_table(path):
-    """Rows of collect_scaling.py's markdown table as {column: (mean, sd)}."""
+    """Rows of collect_scaling.py's markdown table as {column: (mean, sd)}, and
+    each row's text cells under "text"."""
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
     start = next(i for i, line in enumerate(lines) if SCALING_HEADER.match(line))
     header = [c.strip() for c in lines[start].strip("|").split("|")]
@@ -698,56 +699,78 @@ def read_scaling_table(path):
         cells = [c.strip() for c in line.strip("|").split("|")]
         if all(set(c) <= set("-: ") for c in cells):
             continue
-        rows.append({name: parse_number(cell) for name, cell in zip(header, cells)})
+        row = {name: parse_number(cell) for name, cell in zip(header, cells)}
+        row["text"] = dict(zip(header, cells))
+        rows.append(row)
     if not rows:
         raise PlotError(f"{path}: the scaling table has no rows")
     rows.sort(key=lambda r: r["ranks"][0])
     return header, rows
 
 
+TIME_COLUMNS = ("epoch time (s)", "time (s)")
+
+
+def time_column(header):
+    """Slurm tables time an epoch, study tables the whole command."""
+    return next(c for c in TIME_COLUMNS if c in header)
+
+
+def scaling_kind(rows):
+    """'weak' when the study table says so, else 'strong'."""
+    return "weak" if rows[0]["text"].get("kind") == "weak" else "strong"
+
+
 def phase_columns(header):
-    """Columns read as phases: every '<name> (s)' column other than the epoch time."""
-    return [c for c in header if c.endswith("(s)") and c != "epoch time (s)"]
+    """Columns read as phases: every '<name> (s)' column other than the time."""
+    return [c for c in header if c.endswith("(s)") and c not in TIME_COLUMNS]
 
 
 def plot_scaling_time(header, rows, stem, writer):
-    """Mean epoch time (± SD over splits) against ranks on log-log axes, with the
-    ideal strong-scaling line from the smallest run."""
+    """Time (an epoch's, ± SD over splits, or the command's) against ranks on
+    log-log axes, with the ideal line from the smallest run: T·p₀/p for strong
+    scaling, T for weak scaling."""
+    column, kind = time_column(header), scaling_kind(rows)
     ranks = np.array([r["ranks"][0] for r in rows])
-    time = np.array([r["epoch time (s)"][0] for r in rows])
-    sd = np.array([r["epoch time (s)"][1] for r in rows])
+    time = np.array([r[column][0] for r in rows])
+    sd = np.array([r[column][1] for r in rows])
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
     ax.errorbar(ranks, time, yerr=np.nan_to_num(sd), fmt="o-", color=OKABE_ITO[4], capsize=3, label="measured")
-    ax.plot(ranks, time[0] * ranks[0] / ranks, "--", color="black", linewidth=1, label="ideal (T·p₀/p)")
+    ideal = time[0] * ranks[0] / ranks if kind == "strong" else np.full(len(ranks), time[0])
+    ax.plot(ranks, ideal, "--", color="black", linewidth=1, label="ideal (T·p₀/p)" if kind == "strong" else "ideal (T)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ranks, [str(int(r)) for r in ranks])
-    ax.set(xlabel="MPI ranks", ylabel="epoch time (s)", title=f"{stem}: strong scaling, time per epoch")
+    what = "time per epoch" if column == "epoch time (s)" else "time of the command"
+    ax.set(xlabel="MPI ranks", ylabel=column, title=f"{stem}: {kind} scaling, {what}")
     ax.grid(alpha=0.3, which="both")
     ax.legend(frameon=False)
     writer.save(fig, stem, "time")
 
 
 def plot_scaling_efficiency(header, rows, stem, writer):
-    """Speedup (left, against the ideal p/p₀) and parallel efficiency in percent
-    (right) against ranks."""
+    """Speedup (left, against the ideal p/p₀; scaled speedup for weak scaling)
+    and parallel efficiency in percent (right) against ranks."""
+    kind = scaling_kind(rows)
     ranks = np.array([r["ranks"][0] for r in rows])
     speedup = np.array([r["speedup"][0] for r in rows])
     efficiency = np.array([r["efficiency"][0] for r in rows]) * 100
     fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(9, 3.6))
     ax_s.plot(ranks, speedup, "o-", color=OKABE_ITO[4], label="measured")
     ax_s.plot(ranks, ranks / ranks[0], "--", color="black", linewidth=1, label="ideal")
-    ax_s.set(xlabel="MPI ranks", ylabel="speedup S(p) (× the smallest run)", title="speedup")
+    ax_s.set(xlabel="MPI ranks", ylabel="speedup S(p) (× the smallest run)",
+             title="speedup" if kind == "strong" else "scaled speedup")
     ax_s.legend(frameon=False)
     ax_e.plot(ranks, efficiency, "o-", color=OKABE_ITO[5])
     ax_e.axhline(100, linestyle="--", color="black", linewidth=1)
-    ax_e.set(xlabel="MPI ranks", ylabel="parallel efficiency S(p)/p (%)", title="efficiency")
+    ax_e.set(xlabel="MPI ranks", ylabel="parallel efficiency (%)",
+             title="efficiency T(p₀)·p₀/(p·T(p))" if kind == "strong" else "efficiency T(p₀)/T(p)")
     ax_e.set_ylim(0, max(110, float(np.nanmax(efficiency)) * 1.1))
     for ax in (ax_s, ax_e):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ranks, [str(int(r)) for r in ranks])
         ax.grid(alpha=0.3)
-    fig.suptitle(f"{stem}: strong scaling")
+    fig.suptitle(f"{stem}: {kind} scaling")
     writer.save(fig, stem, "efficiency")
 
 
@@ -775,9 +798,11 @@ def plot_scaling_phases(header, rows, stem, writer):
 def draw_scaling(path, stem, writer, options):
     """Time, speedup/efficiency and phase breakdown of a scaling table."""
     header, rows = read_scaling_table(path)
-    for column in ("ranks", "epoch time (s)", "speedup", "efficiency"):
+    for column in ("ranks", "speedup", "efficiency"):
         if column not in header:
             raise PlotError(f"{path}: the scaling table has no '{column}' column")
+    if not any(c in header for c in TIME_COLUMNS):
+        raise PlotError(f"{path}: the scaling table has no time column ({' or '.join(TIME_COLUMNS)})")
     plot_scaling_time(header, rows, stem, writer)
     plot_scaling_efficiency(header, rows, stem, writer)
     plot_scaling_phases(header, rows, stem, writer)

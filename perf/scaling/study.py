@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""A scaling study of one kotml command: the same command at several rank counts.
+
+    python3 perf/scaling/study.py --command train --kind strong --size 40 --ranks 1,2 --out results/train_strong
+    python3 perf/scaling/study.py --command apsp --kind weak --per-rank 2000 --ranks 1,2 --out results/apsp_weak
+    python3 perf/scaling/study.py --command gw --kind strong --size 3000 --ranks 1,2,4,8 \\
+        --launcher smpi --platform perf/scaling/platforms/FILE.xml --host-speed 2.5Gf --out results/gw_smpi
+
+strong: one problem of --size units for every rank count; weak: --per-rank units
+per rank (the problem grows with the ranks). The units are donors (train, train
+in batches mode, distances), cells of each file (map), graph nodes (apsp) and
+points of each cloud (gw, ot). kotml's own outputs go to --out/runs. Each rank
+count writes RUN.json in --out (the fastest of --repeats runs): the command
+line, the sizes, the wall time, kotml's time per phase over ranks (its
+timers.json), the launcher and the machine. slurm/collect_scaling.py turns a
+folder of them into a table and plots.
+
+Inputs are made once per size in --out/inputs with `kotml simulate` (cohorts,
+map's query and reference) or numpy (point clouds; TorchGW's spiral and Swiss
+roll for gw). Launchers: mpirun (this machine's Open MPI; ranks beyond its cores
+are oversubscribed) or smpi (perf/scaling/smpi_run.sh: SimGrid's simulated
+cluster, for rank counts this machine does not have). Needs numpy and h5py.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "perf" / "support"))
+from machine import describe_machine  # noqa: E402
+
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMP_NUM_THREADS": "1",
+            "OMP_PROC_BIND": "false", "KOKKOS_DISABLE_WARNINGS": "1"}
+
+# Each command: the unit its size counts, and the kotml arguments of one run
+# (inputs come from make_inputs; OUT is the run's own folder or file stem).
+UNITS = {"train": "donors", "train-batches": "donors", "distances": "donors", "map": "cells",
+         "apsp": "nodes", "gw": "points", "ot": "points"}
+
+
+def run_checked(argv, env=None, cwd=None):
+    result = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({result.returncode}):\n"
+                 f"{result.stderr[-3000:]}")
+    return result
+
+
+def simulate_cohort(kotml, path, donors, cells_per_donor, seed):
+    """A two-class scrna cohort of `donors` donors (rounded up to even)."""
+    if not path.exists():
+        per_class = max(1, (donors + 1) // 2)
+        run_checked([kotml, "simulate", "--kind", "scrna", "-o", str(path), "--seed", str(seed), "--quiet",
+                     "--donors-per-class", str(per_class), "--cells-per-donor", str(cells_per_donor),
+                     "--n-genes", "300"])
+    return path
+
+
+def point_file(path, n, dims, spiral_pair):
+    """/x and /y: TorchGW's spiral (2-D) and Swiss roll (3-D) for gw, else two
+    Gaussian clouds of `dims` dimensions."""
+    if path.exists():
+        return path
+    import h5py
+    import numpy as np
+    rng = np.random.default_rng(n)
+    with h5py.File(path, "w") as h5:
+        if spiral_pair:
+            r, theta = np.linspace(0.3, 1.0, n), np.linspace(0.0, 9.0, n)
+            noise = rng.standard_normal((n, 2)) * 0.05
+            h5["x"] = np.column_stack([(r + noise[:, 0]) * np.cos(theta), (r + noise[:, 1]) * np.sin(theta)])
+            h5["y"] = np.column_stack([r * np.cos(theta), rng.uniform(size=n), r * np.sin(theta)])
+        else:
+            h5["x"] = rng.standard_normal((n, dims))
+            h5["y"] = rng.standard_normal((n, dims)) + 0.5
+    return path
+
+
+def kotml_arguments(args, kotml, size, inputs, run):
+    """The kotml command line of one run of `size` units, and where its timers go."""
+    timers = run.with_suffix(".timers.json")
+    if args.command in ("train", "train-batches", "distances"):
+        cohort = simulate_cohort(kotml, inputs / f"cohort_{size}.h5ad", size, args.cells_per_donor, 1)
+        if args.command == "distances":
+            return ["distances", str(cohort), "--metric", "euclidean", "--n-cells", "all", "-o",
+                    str(run.with_suffix(".h5")), "--timers", str(timers)], timers
+        mode = ["--mode", "batches", "--batch-size", "8"] if args.command == "train-batches" else []
+        return ["train", str(cohort), "--n-cells", "all", "--epochs", str(args.epochs), "--stop-thr", "0",
+                "--n-comps", "5", *mode, "--out", str(run)], run / "timers.json"
+    if args.command == "map":
+        donors = max(2, size // args.cells_per_donor)
+        query = simulate_cohort(kotml, inputs / f"query_{size}.h5ad", donors, args.cells_per_donor, 2)
+        reference = simulate_cohort(kotml, inputs / f"reference_{size}.h5ad", donors, args.cells_per_donor, 3)
+        sides = ["--query-label-col", "cell_type", "--ref-label-col", "cell_type", "--query-sample-col", "sample",
+                 "--ref-sample-col", "sample"]
+        return ["map", str(query), str(reference), "--out", str(run), *sides, "--n-top-genes", "200",
+                "--max-iter", str(args.iterations)], run / "timers.json"
+    points = point_file(inputs / f"points_{args.command}_{size}.h5", size, args.dims, args.command == "gw")
+    if args.command == "apsp":
+        return ["apsp", str(points), "--dataset", "x", "--k", "10", "-o", str(run.with_suffix(".h5")),
+                "--timers", str(timers)], timers
+    if args.command == "gw":
+        return ["gw", str(points), "--mode", "landmark", "--k", "10", "--M", "200", "--max-iter",
+                str(args.iterations), "--min-iter", str(args.iterations), "-o", str(run.with_suffix(".h5")),
+                "--timers", str(timers)], timers
+    return ["ot", "--input", str(points), "--solver", "sinkhorn", "--cost", "sqeuclidean", "--max-iter",
+            str(args.iterations), "--threshold", "0", "--timers", str(timers)], timers
+
+
+def launcher_argv(args, ranks, kotml_args):
+    if args.launcher == "smpi":
+        return [str(ROOT / "perf" / "scaling" / "smpi_run.sh"), "--ranks", str(ranks), "--platform", args.platform,
+                "--host-speed", args.host_speed, "--", *kotml_args]
+    return [args.mpirun, "-np", str(ranks), "--oversubscribe", "--quiet", args.kotml, *kotml_args]
+
+
+def parse_arguments(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--command", required=True, choices=sorted(UNITS))
+    p.add_argument("--kind", required=True, choices=["strong", "weak"])
+    p.add_argument("--size", type=int, help="strong: units of the one problem")
+    p.add_argument("--per-rank", type=int, help="weak: units per rank")
+    p.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default 1,2)")
+    p.add_argument("--out", required=True, type=pathlib.Path, help="study folder (RUN.json per run)")
+    p.add_argument("--launcher", choices=["mpirun", "smpi"], default="mpirun")
+    p.add_argument("--platform", help="smpi: SimGrid platform file")
+    p.add_argument("--host-speed", default="", help="smpi: calibrated host speed (e.g. 2.5Gf)")
+    p.add_argument("--kotml", default=str(ROOT / "build" / "release" / "src" / "kotml"))
+    p.add_argument("--mpirun", default="mpirun")
+    p.add_argument("--epochs", type=int, default=3, help="train: epochs per run")
+    p.add_argument("--iterations", type=int, default=50, help="map, gw, ot: iterations per run")
+    p.add_argument("--cells-per-donor", type=int, default=100)
+    p.add_argument("--dims", type=int, default=16, help="apsp, ot: coordinates per point")
+    p.add_argument("--repeats", type=int, default=1, help="runs per rank count (the fastest is kept)")
+    args = p.parse_args(argv)
+    if (args.kind == "strong") != (args.size is not None) or (args.kind == "weak") != (args.per_rank is not None):
+        p.error("strong studies take --size, weak ones --per-rank")
+    if args.launcher == "smpi" and not (args.platform and args.host_speed):
+        p.error("--launcher smpi needs --platform and --host-speed")
+    args.ranks = [int(r) for r in args.ranks.split(",")]
+    args.kotml = os.path.abspath(args.kotml)
+    return args
+
+
+def main(argv):
+    args = parse_arguments(argv)
+    inputs = args.out / "inputs"
+    inputs.mkdir(parents=True, exist_ok=True)
+    (args.out / "runs").mkdir(exist_ok=True)
+    env = dict(os.environ, **ROOT_ENV)
+    for ranks in args.ranks:
+        size = args.size if args.kind == "strong" else args.per_rank * ranks
+        name = f"{args.command}_{args.kind}_p{ranks}"
+        best = None
+        for repeat in range(args.repeats):
+            run = args.out / "runs" / f"{name}_r{repeat}"
+            kotml_args, timers_path = kotml_arguments(args, args.kotml, size, inputs, run)
+            argv = launcher_argv(args, ranks, kotml_args)
+            start = time.perf_counter()
+            run_checked(argv, env=env)
+            wall = time.perf_counter() - start
+            timers = json.loads(timers_path.read_text())
+            if best is None or timers["total_seconds"]["max"] < best[1]["total_seconds"]["max"]:
+                best = (wall, timers, argv)
+        wall, timers, argv = best
+        record = {
+            "study": args.out.name, "command": args.command, "kind": args.kind, "ranks": ranks,
+            "unit": UNITS[args.command], "size": size, "per_rank": args.per_rank,
+            "launcher": args.launcher, "platform": args.platform, "host_speed": args.host_speed,
+            "wall_seconds": wall, "timers": timers, "argv": argv, "machine": describe_machine(),
+        }
+        (args.out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+        print(f"{name}: {size} {UNITS[args.command]}, {ranks} rank(s): "
+              f"{timers['total_seconds']['max']:.3f} s (kotml), {wall:.3f} s wall", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
