@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 
 namespace kotml::dist {
 namespace {
@@ -55,6 +56,9 @@ Comm::Comm(MPI_Comm comm) : comm_(comm) {
 void Comm::barrier() const { MPI_Barrier(comm_); }
 
 void Comm::agree(const std::optional<Error>& local_failure) const {
+  // Timed as its own phase, nested under the caller's ("solve/agree"): the
+  // scaling study measures what these agreements cost.
+  const timers::Scope timed("agree");
   int mine = local_failure ? rank_ : size_;
   int first_failing = mine;
   MPI_Allreduce(&mine, &first_failing, 1, MPI_INT, MPI_MIN, comm_);

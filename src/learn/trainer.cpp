@@ -653,7 +653,8 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   MetricMatrix a_before_step("kotml::learn::a_before_step", static_cast<std::size_t>(k), static_cast<std::size_t>(d));
   StepEngine engine(store, options);
   std::optional<PairOwners> owners;
-  if (options.mode == DistributionMode::pairs) owners.emplace(store, train_donors, !options.ot.exact(), comm.size());
+  if (options.mode == DistributionMode::pairs)
+    timers::timed("pair owners", [&] { owners.emplace(store, train_donors, !options.ot.exact(), comm.size()); });
 
   std::int64_t epochs_done = 0;
   if (!options.restart_from.empty()) {

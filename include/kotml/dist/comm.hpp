@@ -42,7 +42,8 @@ class Comm {
   void barrier() const;
 
   /// Collective. If any rank passes a failure, every rank throws a CollectiveError
-  /// carrying the failure of the lowest failing rank; otherwise returns.
+  /// carrying the failure of the lowest failing rank; otherwise returns. Timed
+  /// as the phase "agree" (kotml/core/phase_timers.hpp), under the caller's.
   void agree(const std::optional<Error>& local_failure) const;
 
   /// Collective. Runs body on every rank; an exception it throws is held back
