@@ -16,7 +16,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,8 +27,8 @@ MIN_PIXEL_SD = 0.05
 MIN_COLOURS = 16
 
 
-def log(message):
-    print(message, flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from python_driver import conclude, log, run_driver  # noqa: E402
 
 
 def run(args, cwd, what):
@@ -198,21 +197,8 @@ def main(kotml, source_dir):
     if bad.returncode != 2 or len(lines) != 1 or not lines[0].startswith("kotml_plot: error: "):
         problems.append(f"unknown input: exit {bad.returncode}, stderr {bad.stderr!r}")
 
-    for problem in problems:
-        log("FAILED " + problem)
-    if problems:
-        log(f"outputs kept in {work}")
-        return 1
-    log(f"{len(names)} figures checked")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return conclude(problems, work, f"{len(names)} figures checked")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    try:
-        sys.exit(main(pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve()))
-    except AssertionError as error:
-        print(f"FAILED {error}", flush=True)
-        sys.exit(1)
+    run_driver(main, __doc__)

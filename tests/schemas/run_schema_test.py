@@ -23,7 +23,6 @@ cannot be imported.
 import importlib.util
 import json
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,8 +47,8 @@ FILE_DOCUMENTS = {"summary.json": "evaluation-summary", "similar_clusters.json":
 STDOUT_DOCUMENTS = {"ot": "ot-summary"}
 
 
-def log(message):
-    print(message, flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from python_driver import conclude, log, run_driver  # noqa: E402
 
 
 def strict_json(text, where):
@@ -68,8 +67,7 @@ class Collector:
         self.writer = {}     # output path (relative) -> kotml subcommand that wrote it
 
     def problem(self, text):
-        self.problems.append(text)
-        log("FAILED " + text)
+        self.problems.append(text)  # printed by conclude()
 
     def add(self, where, schema, text):
         try:
@@ -359,19 +357,8 @@ def main(kotml, source_dir):
     for text in cross_checks(c):
         c.problem(text)
 
-    if c.problems:
-        log(f"{len(c.problems)} problem(s); outputs kept in {work}")
-        return 1
-    log(f"{len(c.documents)} JSON documents valid against {len(used)} schemas")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return conclude(c.problems, work, f"{len(c.documents)} JSON documents valid against {len(used)} schemas")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    try:
-        sys.exit(main(pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve()))
-    except AssertionError as error:
-        print(f"FAILED {error}", flush=True)
-        sys.exit(1)
+    run_driver(main, __doc__)
