@@ -12,7 +12,6 @@ unknown input must give one error line and exit 2. Exits 77 (skipped) when
 numpy, h5py or matplotlib cannot be imported, 1 on a failure.
 """
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -20,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
 MIN_PNG_BYTES = 5000
 MIN_SVG_BYTES = 2000
 MIN_PIXEL_SD = 0.05
@@ -28,7 +26,7 @@ MIN_COLOURS = 16
 
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
-from python_driver import conclude, log, run_driver  # noqa: E402
+from python_driver import SKIP, cannot_import, conclude, log, run_driver  # noqa: E402
 
 
 def run(args, cwd, what):
@@ -132,10 +130,7 @@ def check_checker(folder):
 
 
 def main(kotml, source_dir):
-    missing = [m for m in ("numpy", "h5py", "matplotlib") if importlib.util.find_spec(m) is None]
-    if missing:
-        log(f"skipped: {sys.executable} cannot import {', '.join(missing)} (install python3-matplotlib "
-            "python3-h5py python3-numpy)")
+    if cannot_import(("numpy", "h5py", "matplotlib"), "python3-matplotlib python3-h5py python3-numpy"):
         return SKIP
     work = pathlib.Path(tempfile.mkdtemp(prefix="kotml_plot_test_"))
     # matplotlib's cache goes to the temporary folder, not a possibly read-only HOME.

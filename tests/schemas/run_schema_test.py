@@ -20,14 +20,12 @@ Exits 0 when all pass, 1 on a failure, 77 (skipped) when jsonschema or h5py
 cannot be imported.
 """
 
-import importlib.util
 import json
 import pathlib
 import subprocess
 import sys
 import tempfile
 
-SKIP = 77
 SCHEMA_DIR = pathlib.Path("docs") / "schemas"
 
 # Where each JSON document lives, and its schema (file name without .schema.json).
@@ -48,7 +46,7 @@ STDOUT_DOCUMENTS = {"ot": "ot-summary"}
 
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
-from python_driver import conclude, log, run_driver  # noqa: E402
+from python_driver import SKIP, cannot_import, conclude, log, run_driver  # noqa: E402
 
 
 def strict_json(text, where):
@@ -310,10 +308,7 @@ def cross_checks(c):
 
 
 def main(kotml, source_dir):
-    missing = [m for m in ("jsonschema", "h5py", "numpy") if importlib.util.find_spec(m) is None]
-    if missing:
-        log(f"skipped: {sys.executable} cannot import {', '.join(missing)} (install python3-jsonschema "
-            "python3-h5py python3-numpy)")
+    if cannot_import(("jsonschema", "h5py", "numpy"), "python3-jsonschema python3-h5py python3-numpy"):
         return SKIP
     # The checker itself: Python's json module reads NaN and Infinity unless told not to.
     for token in ("NaN", "Infinity", "-Infinity"):

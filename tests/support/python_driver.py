@@ -2,13 +2,25 @@
 point `run_driver(main, doc)`, called as `SCRIPT KOTML SOURCE_DIR`, and the end
 of a run, `conclude`. Exit 0 passed, 1 failed, 77 skipped (the scripts exit 77
 themselves when a module is missing)."""
+import importlib.util
 import pathlib
 import shutil
 import sys
 
+SKIP = 77
+
 
 def log(message):
     print(message, flush=True)
+
+
+def cannot_import(modules, packages):
+    """True (after saying why the test is skipped) when this Python lacks one of
+    the modules; `packages` are Debian's names for them."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        log(f"skipped: {sys.executable} cannot import {', '.join(missing)} (install {packages})")
+    return bool(missing)
 
 
 def conclude(problems, work, summary):
