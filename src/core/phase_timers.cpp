@@ -18,10 +18,10 @@ Registry& registry() {
   return r;
 }
 
-std::size_t index_of(Registry& r, const std::string& name, int depth) {
+std::size_t index_of(Registry& r, const std::string& name) {
   for (std::size_t i = 0; i < r.phases.size(); ++i)
     if (r.phases[i].name == name) return i;
-  r.phases.push_back({name, depth, 0.0, 0});
+  r.phases.push_back({name, 0.0, 0});
   return r.phases.size() - 1;
 }
 
@@ -30,7 +30,7 @@ std::size_t index_of(Registry& r, const std::string& name, int depth) {
 Scope::Scope(const std::string& phase) : active_(true) {
   Registry& r = registry();
   const std::string name = r.open.empty() ? phase : r.phases[r.open.back()].name + "/" + phase;
-  index_ = index_of(r, name, static_cast<int>(r.open.size()));
+  index_ = index_of(r, name);
   r.open.push_back(index_);
   Kokkos::Profiling::pushRegion("kotml::" + name);
   start_ = Clock::now();

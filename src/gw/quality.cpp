@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "kotml/core/error.hpp"
-#include "kotml/core/region.hpp"
+#include "kotml/core/phase_timers.hpp"
 
 namespace kotml::gw {
 namespace {
@@ -54,7 +54,7 @@ double angle_correlation(const std::vector<double>& source_angle,
 
 double foscttm(const dist::Comm& comm, const Matrix<double>& plan, std::int64_t row_begin, std::int64_t n,
                const Matrix<double>& target) {
-  ProfilingRegion region("kotml::gw::foscttm");
+  const timers::Scope timed("foscttm");
   const auto rows = static_cast<std::int64_t>(plan.extent(0));
   const auto m = static_cast<std::int64_t>(target.extent(0));
   const auto d = static_cast<std::int64_t>(target.extent(1));

@@ -58,7 +58,9 @@ TEST(TimerSummary, PhasesAgreeAcrossRanksWithMinMeanMaxAndNesting) {
   EXPECT_GE(read.seconds.max, 0.010 * comm.size());
   EXPECT_LE(read.seconds.min, read.seconds.mean);
   EXPECT_LE(read.seconds.mean, read.seconds.max);
-  if (comm.size() > 1) EXPECT_GT(read.imbalance, 1.0);
+  if (comm.size() > 1) {
+    EXPECT_GT(read.imbalance, 1.0);
+  }
   // A nested phase is inside its parent.
   EXPECT_LE(row_named(s, "solve/sinkhorn").seconds.max, row_named(s, "solve").seconds.max);
   // Ranks that never ran a phase count 0 s for it.

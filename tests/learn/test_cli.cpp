@@ -204,8 +204,11 @@ TEST(LearnCli, TrainTestTimesItsPhasesOverRanks) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   // The table on stderr names the same phases; 8 epochs x 3 splits of one full batch.
   EXPECT_NE(r.err.find("kotml train-test: time per phase over 2 rank(s), seconds"), std::string::npos) << r.err;
-  for (const auto& phase : timers["phases"])
-    if (phase["name"] == "optimiser step") EXPECT_EQ(phase["calls"], 24);
+  for (const auto& phase : timers["phases"]) {
+    if (phase["name"] == "optimiser step") {
+      EXPECT_EQ(phase["calls"], 24);
+    }
+  }
 }
 
 TEST(LearnCli, BadInputIsOneLineExitTwo) {

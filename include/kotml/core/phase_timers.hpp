@@ -22,8 +22,7 @@
 namespace kotml::timers {
 
 struct PhaseTime {
-  std::string name;       // "solve" or "solve/sinkhorn"
-  int depth = 0;          // 0 for an outermost phase
+  std::string name;       // "solve" or "solve/sinkhorn": its depth is the number of '/'
   double seconds = 0.0;   // summed over every time it ran
   std::int64_t calls = 0;
 };
