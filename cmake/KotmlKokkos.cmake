@@ -50,6 +50,16 @@ if(NOT KOTML_KOKKOS_BACKENDS)
   set(KOTML_KOKKOS_BACKENDS "unknown")
 endif()
 
+# No contraction of a·b + c into one fused multiply-add on the device either:
+# host code is built without it (baseline x86-64 has no FMA, and the SIMD files
+# say -ffp-contract=off), so with -fmad=false a kernel that adds in the same
+# order gives the same bits on a GPU as on a CPU (a kNN length, a direct-form
+# cost). Tile products and reductions whose order differs by backend still
+# differ in the last bits; results stay bit-identical across rank counts.
+if("CUDA" IN_LIST KOTML_KOKKOS_BACKENDS)
+  target_compile_options(kotml_kokkos INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fmad=false>)
+endif()
+
 set(KOTML_KOKKOSKERNELS_VERSION "${KokkosKernels_VERSION}")
 if(NOT KOTML_KOKKOSKERNELS_VERSION)
   # Debian's TriBITS config leaves the version empty; it ships with Kokkos 3.4.1.

@@ -378,9 +378,13 @@ template <class T>
 void transpose_into(const Matrix<const T>& C, const Vector<T>& out) {
   const auto n = static_cast<std::int64_t>(C.extent(0));
   const auto m = static_cast<std::int64_t>(C.extent(1));
+  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>;
+  // 64 × 64 blocks keep a host transpose in cache; a GPU block holds at most
+  // 1024 threads, so on a device Kokkos picks the tile.
+  Policy policy = Kokkos::SpaceAccessibility<ExecSpace, HostSpace>::accessible ? Policy({0, 0}, {m, n}, {64, 64})
+                                                                                : Policy({0, 0}, {m, n});
   Kokkos::parallel_for(
-      "kotml::ot::transpose_cost",
-      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {m, n}, {64, 64}),
+      "kotml::ot::transpose_cost", policy,
       KOKKOS_LAMBDA(const std::int64_t j, const std::int64_t i) { out(j * n + i) = C(i, j); });
 }
 

@@ -181,6 +181,16 @@ double largest_squared_norm(const Matrix<const T>& points) {
   return top;
 }
 
+/// How many row tiles flagged that their guessed shift failed (flags are 0 or 1).
+/// A free function: nvcc refuses device lambdas inside the engine's private Impl.
+std::int32_t count_flagged(const Kokkos::View<const std::int32_t*, MemSpace>& flags) {
+  std::int32_t flagged = 0;
+  Kokkos::parallel_reduce(
+      "kotml::ot::tiled_rows_redone", Kokkos::RangePolicy<ExecSpace>(0, flags.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t tile, std::int32_t& count) { count += flags(tile); }, flagged);
+  return flagged;
+}
+
 template <class V>
 std::vector<typename V::non_const_value_type> to_host(const V& view) {
   auto mirror = Kokkos::create_mirror_view_and_copy(HostSpace(), view);
@@ -273,11 +283,7 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::fence();
     ++sweeps;
     if (guessed) {
-      std::int32_t tiles_redone = 0;
-      Kokkos::parallel_reduce(
-          "kotml::ot::tiled_rows_redone", Kokkos::RangePolicy<ExecSpace>(0, redone.extent(0)),
-          KOKKOS_LAMBDA(const std::int64_t I, std::int32_t& count) { count += redone(I); }, tiles_redone);
-      retries += tiles_redone > 0 ? 1 : 0;
+      retries += detail::count_flagged(redone) > 0 ? 1 : 0;
     }
   }
 

@@ -1,5 +1,7 @@
 #include "support/cli_runner.hpp"
 
+#include "kotml_test_paths.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,8 +41,16 @@ std::vector<std::string> CliResult::error_lines() const {
   std::vector<std::string> lines;
   std::istringstream in(err);
   std::string line;
-  while (std::getline(in, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  // A run slow enough to report progress (one plain line every 5 s when stderr
+  // is not a terminal, each ending in "elapsed") writes those before its error;
+  // they are progress, not messages, and how many there are depends on speed.
+  const std::string progress_end = " elapsed";
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const bool progress = line.rfind("kotml: ", 0) == 0 && line.size() > progress_end.size() &&
+                          line.compare(line.size() - progress_end.size(), progress_end.size(), progress_end) == 0;
+    if (!progress) lines.push_back(line);
+  }
   return lines;
 }
 
@@ -53,9 +63,9 @@ std::string kotml_command(const std::vector<std::string>& args, int ranks, const
   for (const auto& word : launcher) command += shell_quote(word) + " ";
   if (ranks > 0) {
     command += std::string("env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ") +
-               KOTML_MPIEXEC + " -n " + std::to_string(ranks) + " " + KOTML_MPIEXEC_PREFLAGS + " ";
+               std::string(paths::mpiexec) + " -n " + std::to_string(ranks) + " " + paths::mpiexec_preflags + " ";
   }
-  command += shell_quote(KOTML_EXECUTABLE);
+  command += shell_quote(paths::executable);
   for (const auto& a : args) command += " " + shell_quote(a);
   return command + " >" + shell_quote(out_path) + " 2>" + shell_quote(err_path) + " </dev/null";
 }
@@ -155,11 +165,11 @@ const std::string& toy2d_cohort() {
 }
 
 std::string test_source_path(const std::string& relative) {
-  return std::string(KOTML_TEST_SOURCE_DIR) + "/" + relative;
+  return std::string(paths::source_dir) + "/" + relative;
 }
 
 std::string shared_data_path(const std::string& name) {
-  return std::string(KOTML_SHARED_DATA_DIR) + "/" + name;
+  return std::string(paths::shared_data_dir) + "/" + name;
 }
 
 bool file_exists(const std::string& path) { return std::filesystem::exists(path); }

@@ -12,7 +12,7 @@ struct CliResult {
   int exit_code = -1;
   std::string out;
   std::string err;
-  /// stderr lines that are not blank.
+  /// stderr lines that are not blank, less periodic progress reports.
   std::vector<std::string> error_lines() const;
 };
 
