@@ -378,31 +378,26 @@ std::vector<std::string> read_string_values(Source source, hid_t object, hid_t m
     // The library allocates each string; they go back through its own allocator
     // on every exit, a failed read included: a read that fails part-way (a
     // damaged file) has already allocated the strings before the failure.
-    const auto reclaim = [&] {
-      const hsize_t count = n;
-      Handle reclaim_space(H5Screate_simple(1, &count, nullptr), H5Sclose);
+    struct Reclaim {
+      hid_t type;
+      std::vector<char*>& strings;
+      ~Reclaim() {
+        const hsize_t count = strings.size();
+        Handle space(H5Screate_simple(1, &count, nullptr), H5Sclose);
 #if H5_VERS_MAJOR > 1 || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR >= 12)
-      H5Treclaim(mem_type.get(), reclaim_space.get(), H5P_DEFAULT, pointers.data());
+        H5Treclaim(type, space.get(), H5P_DEFAULT, strings.data());
 #else
-      H5Dvlen_reclaim(mem_type.get(), reclaim_space.get(), H5P_DEFAULT, pointers.data());
+        H5Dvlen_reclaim(type, space.get(), H5P_DEFAULT, strings.data());
 #endif
-    };
+      }
+    } reclaim{mem_type.get(), pointers};
     const herr_t status =
         source == Source::dataset
             ? H5Dread(object, mem_type.get(), mem_space, file_space, H5P_DEFAULT, pointers.data())
             : H5Aread(object, mem_type.get(), pointers.data());
-    if (status < 0) {
-      reclaim();
-      fail(path, element, "cannot read the strings");
-    }
-    try {
-      for (std::size_t i = 0; i < n; ++i)
-        if (pointers[i]) result[i] = pointers[i];
-    } catch (...) {
-      reclaim();
-      throw;
-    }
-    reclaim();
+    if (status < 0) fail(path, element, "cannot read the strings");
+    for (std::size_t i = 0; i < n; ++i)
+      if (pointers[i]) result[i] = pointers[i];
     return result;
   }
   const std::size_t width = H5Tget_size(type.get());
