@@ -248,3 +248,35 @@ TEST(LearnCli, BadInputIsOneLineExitTwo) {
   expect_one_error(run_kotml({"train-test", out.file("single.h5ad"), "--n-cells", "all", "--n-comps", "1"}, 2),
                    "class");
 }
+
+// Subsampled training (--n-cells 250) on the built-in cohorts keeps the metric
+// pinned by tests/learn/fixtures/make_pinned_metrics.py, bit for bit: a guard
+// for every rework of the trainer. Mode-pairs cases also run on 2 and 3 ranks,
+// where the pinned bits must hold as well.
+TEST(LearnCli, SubsampledTrainingKeepsItsPinnedMetric) {
+  std::ifstream in(kotml::test::test_source_path("learn/fixtures/pinned_metrics.json"));
+  ASSERT_TRUE(in.good()) << "missing fixture pinned_metrics.json";
+  const auto pinned = nlohmann::json::parse(in);
+  int rotation = 0;
+  for (const auto& c : pinned["cases"]) {
+    auto args = c["args"].get<std::vector<std::string>>();
+    const bool rank_free = std::find(args.begin(), args.end(), "batches") == args.end();
+    const int ranks = rank_free ? 1 + (rotation++ % 3) : c["ranks"].get<int>();
+    TempDir out;
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--out", out.path()});
+    const auto r = run_kotml(args, ranks);
+    ASSERT_EQ(r.exit_code, 0) << c["name"] << ": " << r.err;
+    const auto a = h5::File::open_read(out.file("results.h5")).read<double>("A");
+    const auto expected = c["a"].get<std::vector<std::string>>();
+    ASSERT_EQ(a.size(), expected.size()) << c["name"];
+    std::size_t differing = 0, first = a.size();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] != std::strtod(expected[i].c_str(), nullptr)) {
+        ++differing;
+        first = std::min(first, i);
+      }
+    EXPECT_EQ(differing, 0u) << c["name"] << " on " << ranks << " rank(s): first differing entry " << first
+                             << (first < a.size() ? " (" + std::to_string(a[first]) + " against " + expected[first] + ")" : "");
+  }
+}
