@@ -2,6 +2,7 @@
 // pairs spread over MPI ranks, written to HDF5 with the donors, their labels
 // and a 2-D classical MDS embedding.
 
+#include <optional>
 #include <string>
 
 #include "kotml/core/atomic_file.hpp"
@@ -56,15 +57,18 @@ Subcommand distances_subcommand() {
     } else if (!model.empty()) {
       throw Error::option("model", "applies to --metric learned only");
     }
-    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
+    std::optional<learn::CohortReader> reader;
+    timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
+    const auto& cohort = reader->cohort();
     if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)
       throw Error(model, "A", "the metric has " + std::to_string(metric.a.extent(1)) + " columns but the cohort has " +
                                   std::to_string(cohort.dim) + " features");
     if (mds_components > cohort.n_donors())
       throw Error::option("mds-components", "exceeds the " + std::to_string(cohort.n_donors()) + " donors");
-    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     std::vector<GlobalId> donors;
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
+    timers::timed("read", [&] { reader->hold(eval::distance_donors_to_hold(cohort, donors, comm.size(), comm.rank())); });
+    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     const auto d = timers::timed("distances", [&] { return eval::distance_matrix(store, metric, settings, donors, comm); });
     const auto config = learn::effective_config(vm, "distances", comm.size());
     timers::timed("mds and write", [&] {

@@ -3,6 +3,7 @@
 // the raw features): kNN accuracy and clustering scores per split, no training.
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "kotml/core/atomic_file.hpp"
@@ -58,19 +59,25 @@ Subcommand test_subcommand() {
     } else if (metric.squared) {
       throw Error::option("squared", "applies to --metric learned only");
     }
-    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
+    std::optional<learn::CohortReader> reader;
+    timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
+    const auto& cohort = reader->cohort();
     if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)
       throw Error(model, "A", "the metric has " + std::to_string(metric.a.extent(1)) + " columns but the cohort has " +
                                   std::to_string(cohort.dim) + " features");
     const auto splits = eval::protocol_splits(cohort, protocol);
     if (!out.empty()) learn::prepare_output_dir(out, comm);
-    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     log::out() << data::describe(cohort);
     learn::RunRecord run;
     run.subcommand = "test";
     run.config = learn::effective_config(vm, "test", comm.size());
     for (int s = 0; s < static_cast<int>(splits.size()); ++s) {
       const auto& split = splits[static_cast<std::size_t>(s)];
+      // Each split's pairs are placed afresh: this rank holds only their donors.
+      timers::timed("read", [&] {
+        reader->hold(eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank()));
+      });
+      const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
       const auto scores = timers::timed(
           "evaluate", [&] { return eval::score_split(cohort, store, metric, settings, split, protocol.knn_k, comm); });
       eval::SplitRecord record;

@@ -2,6 +2,7 @@
 // (GGML-OT's train()), over as many MPI ranks as the job has.
 
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -75,11 +76,14 @@ Subcommand train_subcommand() {
                    {"write-h5ad", h5ad}},
                   "out", out);
 
-    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
+    std::optional<learn::CohortReader> reader;
+    timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
+    const auto& cohort = reader->cohort();
     std::vector<GlobalId> donors;
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
     options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, cohort.n_donors(), cohort.n_classes());
+    timers::timed("read", [&] { reader->hold(learn::donors_to_hold(cohort, donors, options, comm.size(), comm.rank())); });
     learn::prepare_output_dir(out, comm);
     const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     log::out() << data::describe(cohort);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <optional>
 #include <string>
 
 #include "kotml/core/atomic_file.hpp"
@@ -91,14 +92,15 @@ Subcommand train_test_subcommand() {
       outputs.push_back({"checkpoint", split_checkpoint(options.checkpoint_path, 0), true});
     check_outputs(comm, {cohort_options.input}, outputs, out.empty() ? "" : "out", out);
 
-    const auto cohort = timers::timed("read", [&] { return learn::load_cohort(cohort_options, comm); });
+    std::optional<learn::CohortReader> reader;
+    timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
+    const auto& cohort = reader->cohort();
     const auto splits = eval::protocol_splits(cohort, protocol);
     std::int64_t smallest_train = cohort.n_donors();
     for (const auto& s : splits) smallest_train = std::min<std::int64_t>(smallest_train, static_cast<std::int64_t>(s.train.size()));
     options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, smallest_train, cohort.n_classes());
     if (!out.empty()) learn::prepare_output_dir(out, comm);
-    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     log::out() << data::describe(cohort);
 
     learn::RunRecord run;
@@ -117,6 +119,14 @@ Subcommand train_test_subcommand() {
         if (vm["restart"].as<bool>() && std::filesystem::exists(split_options.checkpoint_path))
           split_options.restart_from = split_options.checkpoint_path;
       }
+      // This rank holds the donors of its training pairs and of its
+      // evaluation pairs of this split, and no others.
+      timers::timed("read", [&] {
+        reader->hold(learn::merged(learn::donors_to_hold(cohort, split.train, options, comm.size(), comm.rank()),
+                                   eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(),
+                                                                 comm.rank())));
+      });
+      const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
       const auto trained = learn::train(cohort, store, split.train, split_options, comm);
       eval::GroundMetric metric;
       metric.kind = eval::GroundMetric::Kind::learned;

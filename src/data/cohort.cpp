@@ -406,6 +406,13 @@ void load_donors(Cohort& cohort, const CellSource& source, const std::vector<Glo
   });
 }
 
+void release_donors(Cohort& cohort, const std::vector<GlobalId>& keep) {
+  std::vector<char> kept(static_cast<std::size_t>(cohort.n_donors()), 0);
+  for (auto u : keep) kept.at(static_cast<std::size_t>(u)) = 1;
+  for (std::size_t u = 0; u < kept.size(); ++u)
+    if (!kept[u]) std::vector<PointScalar>().swap(cohort.donors[u].points);
+}
+
 Cohort build_cohort(const CellSource& source, const CohortOptions& options, const dist::Comm& comm) {
   Cohort cohort = plan_cohort(source, options, comm);
   std::vector<GlobalId> all(static_cast<std::size_t>(cohort.n_donors()));

@@ -19,6 +19,7 @@
 #include "kotml/core/progress.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/dist/exact_sum.hpp"
+#include "kotml/dist/pair_placement.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/learn/batches.hpp"
 #include "kotml/learn/checkpoint.hpp"
@@ -141,35 +142,54 @@ std::uint64_t pair_key(GlobalId a, GlobalId b) {
 }
 
 /// Owner rank of every unordered pair of training donors, fixed for the whole
-/// run: balanced by n·m over all pairs once, so a pair's warm-start basis lives
-/// on the rank that will solve it again.
+/// run, by the 2-D block placement of dist::PairPlacement (so a pair's
+/// warm-start state lives on the rank that will solve it again, and a rank
+/// needs only the donors of its pairs), and the rank that maps each donor's
+/// gradient.
 class PairOwners {
  public:
-  PairOwners(const eval::DonorStore& store, const std::vector<GlobalId>& donors, bool with_self, int ranks)
-      : n_(static_cast<std::int64_t>(donors.size())) {
-    position_.assign(static_cast<std::size_t>(store.n_donors()), -1);
+  PairOwners(const std::vector<std::int64_t>& rows_by_donor, const std::vector<GlobalId>& donors, bool with_self,
+             int ranks)
+      : placement_(sizes_of(rows_by_donor, donors), ranks, with_self) {
+    position_.assign(rows_by_donor.size(), -1);
     for (std::size_t i = 0; i < donors.size(); ++i) position_[static_cast<std::size_t>(donors[i])] = static_cast<std::int64_t>(i);
-    std::vector<double> cost;
-    for (std::int64_t i = 0; i < n_; ++i)
-      for (std::int64_t j = with_self ? i : i + 1; j < n_; ++j)
-        cost.push_back(static_cast<double>(store.rows(donors[static_cast<std::size_t>(i)])) *
-                       static_cast<double>(store.rows(donors[static_cast<std::size_t>(j)])));
-    const auto owner = dist::balance_by_cost(cost, ranks);
-    owner_.assign(static_cast<std::size_t>(n_ * n_), 0);
-    std::size_t id = 0;
-    for (std::int64_t i = 0; i < n_; ++i)
-      for (std::int64_t j = with_self ? i : i + 1; j < n_; ++j) owner_[static_cast<std::size_t>(i * n_ + j)] = owner[id++];
   }
-  int owner(GlobalId a, GlobalId b) const {
-    const auto i = position_[static_cast<std::size_t>(a)], j = position_[static_cast<std::size_t>(b)];
-    return owner_[static_cast<std::size_t>(std::min(i, j) * n_ + std::max(i, j))];
+  int owner(GlobalId a, GlobalId b) const { return placement_.owner(position(a), position(b)); }
+  int home(GlobalId a) const { return placement_.home(position(a)); }
+  /// The donors (cohort indices) this rank holds, increasing.
+  std::vector<GlobalId> held_by(const std::vector<GlobalId>& donors, int rank) const {
+    std::vector<GlobalId> held;
+    for (auto i : placement_.held_by(rank)) held.push_back(donors[static_cast<std::size_t>(i)]);
+    std::sort(held.begin(), held.end());
+    return held;
   }
 
  private:
-  std::int64_t n_;
+  static std::vector<std::int64_t> sizes_of(const std::vector<std::int64_t>& rows_by_donor,
+                                            const std::vector<GlobalId>& donors) {
+    std::vector<std::int64_t> sizes;
+    for (auto u : donors) sizes.push_back(rows_by_donor[static_cast<std::size_t>(u)]);
+    return sizes;
+  }
+  std::int64_t position(GlobalId a) const {
+    const auto p = position_[static_cast<std::size_t>(a)];
+    if (p < 0) throw InternalError("training: donor " + std::to_string(a) + " is not a training donor");
+    return p;
+  }
+  dist::PairPlacement placement_;
   std::vector<std::int64_t> position_;
-  std::vector<int> owner_;
 };
+
+std::vector<std::int64_t> rows_by_donor(const data::Cohort& cohort) {
+  std::vector<std::int64_t> rows;
+  for (const auto& donor : cohort.donors) rows.push_back(donor.n_points);
+  return rows;
+}
+std::vector<std::int64_t> rows_by_donor(const eval::DonorStore& store) {
+  std::vector<std::int64_t> rows;
+  for (GlobalId u = 0; u < store.n_donors(); ++u) rows.push_back(store.rows(u));
+  return rows;
+}
 
 /// Σ_j C_ij for each row i of each problem, one thread per row summing in
 /// column order: the batch mean cost that sets a relative ε.
@@ -328,14 +348,19 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
         cloud_donors.push_back(batch[static_cast<std::size_t>(b)]);
     problems.push_back({cloud_of[pairs[p].first], cloud_of[pairs[p].second]});
   }
-  // This rank's share of the final Σ_u H_uᵀ X_u: a block of batch positions (in
-  // group-by mode the shared support is one block, taken by rank 0).
-  const auto block = store_.identical_supports()
-                         ? dist::Block{0, comm.is_root() ? std::int64_t(1) : std::int64_t(0)}
-                         : dist::block_of(static_cast<std::int64_t>(batch.size()), comm.size(), comm.rank());
+  // This rank's share of the final Σ_u H_uᵀ X_u: the batch positions of the
+  // donors whose home it is (in group-by mode the shared support is one term,
+  // taken by rank 0).
+  std::vector<std::int64_t> mapped;
+  if (store_.identical_supports()) {
+    if (comm.is_root()) mapped.push_back(0);
+  } else {
+    for (std::size_t b = 0; b < batch.size(); ++b)
+      if (!owners || owners->home(batch[b]) == comm.rank()) mapped.push_back(static_cast<std::int64_t>(b));
+  }
   std::vector<GlobalId> staged(cloud_donors);
   if (want_gradient)
-    for (auto b = block.begin; b < block.end; ++b) staged.push_back(batch[static_cast<std::size_t>(b)]);
+    for (auto b : mapped) staged.push_back(batch[static_cast<std::size_t>(b)]);
   std::sort(staged.begin(), staged.end());
   staged.erase(std::unique(staged.begin(), staged.end()), staged.end());
 
@@ -494,7 +519,7 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   dist::ExactSum g_sum(static_cast<std::size_t>(k * d));
   comm.phase([&] {
     Matrix<double> grad_block(no_init("kotml::learn::donor_gradient"), static_cast<std::size_t>(k), static_cast<std::size_t>(d));
-    for (auto b = block.begin; b < block.end; ++b) {
+    for (auto b : mapped) {
       const GlobalId donor = batch[static_cast<std::size_t>(b)];
       const std::int64_t rows = store_.identical_supports() ? h_rows : store_.rows(donor);
       const std::int64_t first = store_.identical_supports() ? 0 : h_row[static_cast<std::size_t>(b)];
@@ -615,6 +640,26 @@ WarmBases gather_potentials(const std::unordered_map<std::uint64_t, std::vector<
   return warm;
 }
 
+/// Checks that the store holds what this rank needs (an internal error
+/// otherwise) and prints, with --verbose, how many training donors and cells
+/// the ranks hold.
+void report_placement(const data::Cohort& cohort, const std::vector<GlobalId>& train_donors,
+                      const std::vector<GlobalId>& needed, const eval::DonorStore& store, const dist::Comm& comm) {
+  std::int64_t cells = 0, total_cells = 0;
+  for (auto u : needed) {
+    if (!store.has(u))
+      throw InternalError("training: donor " + cohort.donors[static_cast<std::size_t>(u)].id +
+                          " is not loaded on rank " + std::to_string(comm.rank()) + ", which needs it");
+    cells += store.rows(u);
+  }
+  for (auto u : train_donors) total_cells += store.rows(u);
+  const auto held = static_cast<std::int64_t>(needed.size());
+  const std::int64_t fewest = -comm.max(-held), most = comm.max(held), most_cells = comm.max(cells);
+  log::info("placement: each rank holds " + std::to_string(fewest) + " to " + std::to_string(most) + " of " +
+            std::to_string(train_donors.size()) + " training donors (at most " + std::to_string(most_cells) + " of " +
+            std::to_string(total_cells) + " cells)");
+}
+
 double lr_factor(const TrainOptions& options, int ranks) {
   if (options.mode != DistributionMode::batches) return 1.0;
   switch (options.lr_scaling) {
@@ -629,6 +674,19 @@ double lr_factor(const TrainOptions& options, int ranks) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------ placement
+
+std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vector<GlobalId>& train_donors,
+                                     const TrainOptions& options, int ranks, int rank) {
+  if (options.mode == DistributionMode::batches || cohort.identical_supports) {
+    std::vector<GlobalId> all(train_donors);
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+  const PairOwners owners(rows_by_donor(cohort), train_donors, !options.ot.exact(), ranks);
+  return owners.held_by(train_donors, rank);
+}
 
 // ------------------------------------------------------------------ train
 
@@ -654,7 +712,9 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   StepEngine engine(store, options);
   std::optional<PairOwners> owners;
   if (options.mode == DistributionMode::pairs)
-    timers::timed("pair owners", [&] { owners.emplace(store, train_donors, !options.ot.exact(), comm.size()); });
+    timers::timed("pair owners", [&] { owners.emplace(rows_by_donor(store), train_donors, !options.ot.exact(), comm.size()); });
+  report_placement(cohort, train_donors, donors_to_hold(cohort, train_donors, options, comm.size(), comm.rank()),
+                   store, comm);
 
   std::int64_t epochs_done = 0;
   if (!options.restart_from.empty()) {
@@ -834,7 +894,7 @@ double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store, c
   const auto triplets = all_triplets(labels_of(cohort, donors));
   if (triplets.size() == 0) return 0.0;
   StepEngine engine(store, options);
-  const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
+  const PairOwners owners(rows_by_donor(store), donors, !options.ot.exact(), comm.size());
   return engine.run(donors, triplets, a, comm, &owners, false).loss;
 }
 
@@ -843,7 +903,7 @@ double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& sto
                          const dist::Comm& comm, std::vector<double>& grad, double* epsilon) {
   const auto triplets = make_triplets(labels_of(cohort, donors), options, 0, 0);
   StepEngine engine(store, options);
-  const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
+  const PairOwners owners(rows_by_donor(store), donors, !options.ot.exact(), comm.size());
   auto step = engine.run(donors, triplets, a, comm, &owners, true, epsilon ? *epsilon : 0.0);
   if (epsilon) *epsilon = step.epsilon;
   grad = step.grad;

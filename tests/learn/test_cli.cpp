@@ -280,3 +280,46 @@ TEST(LearnCli, SubsampledTrainingKeepsItsPinnedMetric) {
                              << (first < a.size() ? " (" + std::to_string(a[first]) + " against " + expected[first] + ")" : "");
   }
 }
+
+// Donor placement (issue 14): on 9 ranks (a 3 × 3 grid) each rank reads and
+// holds only the donors of its own pairs, about 2N/3 of them, and train,
+// distances and train-test give the bits of one rank. On 1 to 4 ranks the grid
+// has a single row or column block per side and every rank needs every donor,
+// so this is the smallest run where partial loading is exercised.
+TEST(LearnCli, NineRanksHoldTwoThirdsOfTheDonorsAndGiveOneRanksBits) {
+  TempDir one, nine;
+  const std::vector<std::string> train = {"train", toy_file(), "--n-cells", "all", "--n-comps", "2", "--epochs", "3",
+                                          "--stop-thr", "0", "--verbose"};
+  auto with_out = [](std::vector<std::string> args, const std::string& out) {
+    args.insert(args.end(), {"--out", out});
+    return args;
+  };
+  ASSERT_EQ(run_kotml(with_out(train, one.path())).exit_code, 0);
+  const auto r = run_kotml(with_out(train, nine.path()), 9);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto line = r.err.find("placement: each rank holds ");
+  ASSERT_NE(line, std::string::npos) << r.err;
+  long long fewest = 0, most = 0, donors = 0, most_cells = 0, cells = 0;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + line, "placement: each rank holds %lld to %lld of %lld training donors (at most %lld of %lld cells)",
+                        &fewest, &most, &donors, &most_cells, &cells),
+            5)
+      << r.err.substr(line, 200);
+  EXPECT_LE(most, (2 * donors + 2) / 3 + 1);
+  EXPECT_LE(most_cells, (2 * cells) / 3 + cells / donors);
+  EXPECT_GE(fewest, 1);
+  EXPECT_EQ(h5::File::open_read(one.file("results.h5")).read<double>("A"),
+            h5::File::open_read(nine.file("results.h5")).read<double>("A"));
+
+  ASSERT_EQ(run_kotml({"distances", toy_file(), "--n-cells", "all", "--metric", "euclidean", "-o", one.file("d.h5")}).exit_code, 0);
+  ASSERT_EQ(run_kotml({"distances", toy_file(), "--n-cells", "all", "--metric", "euclidean", "-o", nine.file("d.h5")}, 9).exit_code, 0);
+  EXPECT_EQ(h5::File::open_read(one.file("d.h5")).read<double>("distances"),
+            h5::File::open_read(nine.file("d.h5")).read<double>("distances"));
+
+  TempDir one_tt, nine_tt;
+  ASSERT_EQ(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", one_tt.path()})).exit_code, 0);
+  ASSERT_EQ(run_kotml(quick({"train-test", toy_file(), "--n-cells", "all", "--out", nine_tt.path()}), 9).exit_code, 0);
+  auto a = h5::File::open_read(one_tt.file("results.h5"));
+  auto b = h5::File::open_read(nine_tt.file("results.h5"));
+  for (const char* name : {"A", "splits/0/A", "splits/2/A", "metrics/knn_acc", "metrics/ari", "metrics/vi"})
+    EXPECT_EQ(a.read<double>(name), b.read<double>(name)) << name;
+}

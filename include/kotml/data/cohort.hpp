@@ -135,6 +135,10 @@ Cohort plan_cohort(const CohortOptions& options, const dist::Comm& comm);
 /// before are kept. Non-finite values are an error naming the donor.
 void load_donors(Cohort& cohort, const std::vector<GlobalId>& which, const dist::Comm& comm);
 
+/// Gives back the points of every loaded donor not listed in `keep` (cohort
+/// indices), on this rank only.
+void release_donors(Cohort& cohort, const std::vector<GlobalId>& keep);
+
 /// plan_cohort, then load_donors of every donor on every rank.
 Cohort build_cohort(const CohortOptions& options, const dist::Comm& comm);
 

@@ -1,6 +1,8 @@
 #pragma once
 // The donor × donor OT distance matrix, with the unordered pairs spread over MPI
-// ranks (balanced by their cost n·m) and gathered on every rank. Each entry is
+// ranks by the 2-D block placement of dist::PairPlacement (balanced by their
+// cost n·m; a rank needs only the donors of its pairs) and gathered on every
+// rank. Each entry is
 // computed by exactly one rank from the pair alone, so the matrix is the same
 // bits for any rank count. As GGML-OT's compute_OT: symmetric, zero diagonal,
 // clamped at zero.
@@ -9,20 +11,22 @@
 #include <vector>
 
 #include "kotml/core/types.hpp"
+#include "kotml/data/cohort.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/eval/pair_ot.hpp"
 
 namespace kotml::eval {
 
 /// Collective. donors: cohort indices (rows/columns of the result, in this
-/// order); every rank's store must hold the points of the donors it is assigned
-/// (simplest: all of them). Solver warnings are gathered and printed on rank 0.
+/// order); every rank's store must hold the points of distance_donors_to_hold
+/// (an internal error otherwise). Solver warnings are gathered and printed on rank 0.
 HostMatrix<double> distance_matrix(const DonorStore& store, const GroundMetric& metric,
                                    const OtSettings& settings, const std::vector<GlobalId>& donors,
                                    const dist::Comm& comm);
 
-/// The rank that computes each unordered pair (i < j, row-major over the
-/// donors' positions) under balance_by_cost with cost rows_i · rows_j.
-std::vector<int> pair_owners(const DonorStore& store, const std::vector<GlobalId>& donors, int n_ranks);
+/// The donors (cohort indices, increasing) rank `rank` of `n_ranks` needs for
+/// distance_matrix over `donors`: those of the pairs it owns.
+std::vector<GlobalId> distance_donors_to_hold(const data::Cohort& cohort, const std::vector<GlobalId>& donors,
+                                              int n_ranks, int rank);
 
 }  // namespace kotml::eval

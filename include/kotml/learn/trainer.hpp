@@ -12,8 +12,10 @@
 //   5. the regulariser's gradient and one Adam step, the same on every rank.
 //
 // Distribution (mode "pairs", the default): the pairs of a batch are owned by
-// ranks, balanced by n·m over all training pairs once (so a pair always goes to
-// the same rank and its warm-start basis stays there). Costs are gathered by
+// ranks under a 2-D block placement of the training donors' pair matrix, fixed
+// for the run (dist::PairPlacement: balanced by n·m, a pair always goes to the
+// same rank so its warm-start state stays there, and a rank needs only about
+// 2N/√P of the N donors). Costs are gathered by
 // pair id, and the point gradients H and the per-donor gradients are summed with
 // dist::ExactSum, whose result does not depend on which rank added what: the
 // learned A is bit-identical on any number of ranks.
@@ -113,9 +115,17 @@ struct TrainResult {
   std::int64_t epochs_run = 0;        // epochs completed in total
 };
 
+/// The training donors (cohort indices, increasing) whose points rank `rank` of
+/// `ranks` needs: in mode pairs, the donors of the pairs it owns under the 2-D
+/// block placement (dist::PairPlacement), about 2N/√P of N; in mode batches
+/// and in group-by mode, every training donor.
+std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vector<GlobalId>& train_donors,
+                                     const TrainOptions& options, int ranks, int rank);
+
 /// Collective. Trains A on the training donors (cohort indices, increasing) of
-/// the cohort; the store must hold the points of every training donor on every
-/// rank. Warnings (skipped batches, solver trouble) are printed on rank 0.
+/// the cohort; the store must hold at least the points of donors_to_hold on
+/// this rank (an internal error otherwise). Warnings (skipped batches, solver
+/// trouble) are printed on rank 0.
 TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
                   const std::vector<GlobalId>& train_donors, const TrainOptions& options,
                   const dist::Comm& comm);
