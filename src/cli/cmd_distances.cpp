@@ -12,6 +12,7 @@
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/data/cohort_options.hpp"
+#include "kotml/data/cohort_reader.hpp"
 #include "kotml/eval/distance_matrix.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/eval/mds.hpp"
@@ -57,7 +58,7 @@ Subcommand distances_subcommand() {
     } else if (!model.empty()) {
       throw Error::option("model", "applies to --metric learned only");
     }
-    std::optional<learn::CohortReader> reader;
+    std::optional<data::CohortReader> reader;
     timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
     const auto& cohort = reader->cohort();
     if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)

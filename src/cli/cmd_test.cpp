@@ -12,6 +12,7 @@
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/data/cohort_options.hpp"
+#include "kotml/data/cohort_reader.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/eval/metric_cli.hpp"
 #include "kotml/eval/protocol.hpp"
@@ -59,7 +60,7 @@ Subcommand test_subcommand() {
     } else if (metric.squared) {
       throw Error::option("squared", "applies to --metric learned only");
     }
-    std::optional<learn::CohortReader> reader;
+    std::optional<data::CohortReader> reader;
     timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
     const auto& cohort = reader->cohort();
     if (metric.kind == eval::GroundMetric::Kind::learned && static_cast<std::int64_t>(metric.a.extent(1)) != cohort.dim)

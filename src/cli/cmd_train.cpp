@@ -10,6 +10,7 @@
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/data/cohort_options.hpp"
+#include "kotml/data/cohort_reader.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/learn/cli_support.hpp"
 #include "kotml/learn/results.hpp"
@@ -67,7 +68,7 @@ Subcommand train_subcommand() {
       if (!std::filesystem::exists(options.restart_from))
         throw Error(options.restart_from, "", "--restart: no checkpoint to continue from");
     }
-    if (!h5ad.empty() && cohort_options.input.rfind("builtin:", 0) == 0)
+    if (!h5ad.empty() && cohort_options.builtin != data::BuiltinCohort::none)
       throw Error::option("write-h5ad", "needs an --input .h5ad to copy");
     check_outputs(comm, {cohort_options.input},
                   {{"out", out + "/results.h5", true},
@@ -76,7 +77,7 @@ Subcommand train_subcommand() {
                    {"write-h5ad", h5ad}},
                   "out", out);
 
-    std::optional<learn::CohortReader> reader;
+    std::optional<data::CohortReader> reader;
     timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
     const auto& cohort = reader->cohort();
     std::vector<GlobalId> donors;

@@ -18,6 +18,7 @@
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/data/cohort_options.hpp"
+#include "kotml/data/cohort_reader.hpp"
 #include "kotml/eval/donor_store.hpp"
 #include "kotml/eval/protocol.hpp"
 #include "kotml/eval/protocol_cli.hpp"
@@ -84,7 +85,7 @@ Subcommand train_test_subcommand() {
     if ((options.checkpoint_every > 0 || vm["restart"].as<bool>()) && out.empty() && options.checkpoint_path.empty())
       throw Error::option("checkpoint", "checkpoints need --out or --checkpoint");
     if (options.checkpoint_path.empty() && !out.empty()) options.checkpoint_path = out + "/checkpoint.h5";
-    if (!h5ad.empty() && cohort_options.input.rfind("builtin:", 0) == 0)
+    if (!h5ad.empty() && cohort_options.builtin != data::BuiltinCohort::none)
       throw Error::option("write-h5ad", "needs an --input .h5ad to copy");
     std::vector<OutputFile> outputs = out.empty() ? std::vector<OutputFile>{} : evaluation_outputs(out);
     outputs.push_back({"write-h5ad", h5ad});
@@ -92,7 +93,7 @@ Subcommand train_test_subcommand() {
       outputs.push_back({"checkpoint", split_checkpoint(options.checkpoint_path, 0), true});
     check_outputs(comm, {cohort_options.input}, outputs, out.empty() ? "" : "out", out);
 
-    std::optional<learn::CohortReader> reader;
+    std::optional<data::CohortReader> reader;
     timers::timed("read", [&] { reader.emplace(cohort_options, comm); });
     const auto& cohort = reader->cohort();
     const auto splits = eval::protocol_splits(cohort, protocol);

@@ -213,6 +213,31 @@ void CohortOptions::validate() const {
     throw Error::option("use-rep", "cannot be combined with --layer: features come from one element");
 }
 
+BuiltinCohort parse_builtin_cohort(const std::string& text) {
+  if (text == "toy2d") return BuiltinCohort::toy2d;
+  if (text == "gmm") return BuiltinCohort::gmm;
+  if (text == "scrna") return BuiltinCohort::scrna;
+  throw Error::option("builtin", "must be toy2d, gmm or scrna, got '" + text + "'");
+}
+
+std::string to_string(BuiltinCohort cohort) {
+  switch (cohort) {
+    case BuiltinCohort::toy2d:
+      return "toy2d";
+    case BuiltinCohort::gmm:
+      return "gmm";
+    case BuiltinCohort::scrna:
+      return "scrna";
+    case BuiltinCohort::none:
+      break;
+  }
+  return "";
+}
+
+std::string CohortOptions::source_name() const {
+  return builtin == BuiltinCohort::none ? input : "builtin:" + to_string(builtin);
+}
+
 std::string CohortOptions::feature_element() const {
   if (!use_rep.empty()) return "obsm/" + use_rep;
   if (!layer.empty()) return "layers/" + layer;
@@ -249,7 +274,7 @@ std::vector<GlobalId> Cohort::loaded_donors() const {
 Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const dist::Comm& comm) {
   Cohort cohort;
   cohort.options = options;
-  cohort.source = options.input;
+  cohort.source = options.source_name();
   cohort.feature_element = options.feature_element();
   DonorCells cells;
   std::vector<std::int32_t> cell_group;

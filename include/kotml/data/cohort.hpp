@@ -33,10 +33,18 @@ class CellSource;
 /// supports; statistics are computed in double.
 using PointScalar = float;
 
+/// A built-in simulated cohort (data/simulate.hpp, seeded by CohortOptions::seed)
+/// read instead of a file: what the demo and the quick checks run.
+enum class BuiltinCohort { none, toy2d, gmm, scrna };
+/// "toy2d", "gmm" or "scrna"; Error naming --builtin otherwise.
+BuiltinCohort parse_builtin_cohort(const std::string& text);
+std::string to_string(BuiltinCohort cohort);
+
 /// How a cohort is built; the CLI fills it from the shared cohort options
 /// (kotml/data/cohort_options.hpp).
 struct CohortOptions {
-  std::string input;                       // .h5ad file
+  std::string input;                       // .h5ad file (empty with a built-in cohort)
+  BuiltinCohort builtin = BuiltinCohort::none;
   std::string patient_col = "sample";      // obs column with the donor id
   std::string label_col = "patient_group"; // obs column with the donor's class
   std::string use_rep;                     // obsm key (e.g. X_pca); empty: X or layer
@@ -53,6 +61,9 @@ struct CohortOptions {
   void validate() const;
   /// Element the features come from: "X", "layers/<k>" or "obsm/<k>".
   std::string feature_element() const;
+  /// The source in messages, results and checkpoint fingerprints: the input
+  /// file, or "builtin:<name>".
+  std::string source_name() const;
 };
 
 struct Donor {
@@ -143,7 +154,7 @@ void release_donors(Cohort& cohort, const std::vector<GlobalId>& keep);
 Cohort build_cohort(const CohortOptions& options, const dist::Comm& comm);
 
 /// The same two steps from any cell source (an in-memory table in tests, a
-/// simulated cohort). options.input is used only in messages.
+/// simulated cohort). options.source_name() is used only in messages.
 Cohort plan_cohort(const CellSource& source, const CohortOptions& options, const dist::Comm& comm);
 void load_donors(Cohort& cohort, const CellSource& source, const std::vector<GlobalId>& which,
                  const dist::Comm& comm);
