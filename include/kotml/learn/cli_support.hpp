@@ -6,9 +6,7 @@
 
 #include <boost/program_options.hpp>
 
-#include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -61,13 +59,6 @@ inline data::CohortOptions cohort_options_or_builtin(const boost::program_option
   o.seed = vm["seed"].as<std::uint64_t>();
   o.validate();
   return o;
-}
-
-/// The sorted union of two sorted donor lists.
-inline std::vector<GlobalId> merged(const std::vector<GlobalId>& a, const std::vector<GlobalId>& b) {
-  std::vector<GlobalId> both;
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-  return both;
 }
 
 /// Creates the output folder on rank 0 (collective, errors agreed).
