@@ -68,6 +68,7 @@ Subcommand distances_subcommand() {
       throw Error::option("mds-components", "exceeds the " + std::to_string(cohort.n_donors()) + " donors");
     std::vector<GlobalId> donors;
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
+    settings.check_emd_size(cohort, donors);
     timers::timed("read", [&] { reader->hold(eval::distance_donors_to_hold(cohort, donors, comm.size(), comm.rank())); });
     const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
     const auto d = timers::timed("distances", [&] { return eval::distance_matrix(store, metric, settings, donors, comm); });

@@ -39,6 +39,7 @@ std::vector<GlobalId> split_donors(const Split& split) {
 SplitScores score_split(const data::Cohort& cohort, const DonorStore& store, const GroundMetric& metric,
                         const OtSettings& settings, const Split& split, int knn_k, const dist::Comm& comm) {
   const auto donors = split_donors(split);
+  settings.check_emd_size(cohort, donors);
   const auto d = distance_matrix(store, metric, settings, donors, comm);
   std::vector<int> labels;
   for (auto u : donors) labels.push_back(cohort.donors[static_cast<std::size_t>(u)].label);

@@ -477,6 +477,7 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   const auto labels = labels_of(cohort, train_donors);
   const std::int64_t n_classes = static_cast<std::int64_t>(std::set<int>(labels.begin(), labels.end()).size());
   options.validate(cohort.dim, static_cast<std::int64_t>(train_donors.size()), n_classes);
+  options.ot.check_emd_size(cohort, train_donors);
   return TrainingRun(cohort, store, train_donors, options, comm).run();
 }
 

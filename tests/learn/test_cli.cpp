@@ -228,6 +228,25 @@ TEST(LearnCli, BadInputIsOneLineExitTwo) {
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--restart"}), "no checkpoint");
   EXPECT_FALSE(std::filesystem::exists(out.file("results.h5")));
 
+  // Exact EMD above the stated pair size: one line naming the limit and the
+  // way out, on every command that solves pairs; Sinkhorn takes the same pairs.
+  for (const auto& command : std::vector<std::vector<std::string>>{
+           {"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--emd-max-entries", "1000"},
+           quick({"train-test", toy_file(), "--n-cells", "all", "--emd-max-entries", "1000"}),
+           {"distances", toy_file(), "--n-cells", "all", "--metric", "euclidean", "-o", out.file("d.h5"),
+            "--emd-max-entries", "1000"},
+           {"test", toy_file(), "--n-cells", "all", "--metric", "euclidean", "--emd-max-entries", "1000"}}) {
+    const auto r = run_kotml(command, 2);
+    expect_one_error(r, "--emd-max-entries");
+    EXPECT_NE(r.err.find("use Sinkhorn for donors this large (--entropic-reg"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out.file("results.h5")));
+  EXPECT_FALSE(std::filesystem::exists(out.file("d.h5")));
+  EXPECT_EQ(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--epochs", "1",
+                       "--emd-max-entries", "1000", "--entropic-reg", "0.1"})
+                .exit_code,
+            0);
+
   // A cohort of a single class.
   kotml::io::AnnDataContent content;
   content.n_obs = 8;

@@ -30,7 +30,9 @@ inline void declare_metric_options(OptionGroups& groups) {
       ("sinkhorn-tol", kotml::double_option(d.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision points (default: single precision, as GGML-OT's float32)")
-      ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair");
+      ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair")
+      ("emd-max-entries", po::value<std::int64_t>()->default_value(d.emd_max_entries),
+       "largest donor pair n x m exact EMD takes on; larger pairs need Sinkhorn (--entropic-reg)");
 }
 
 inline OtSettings ot_settings_from(const boost::program_options::variables_map& vm) {
@@ -39,6 +41,7 @@ inline OtSettings ot_settings_from(const boost::program_options::variables_map& 
   s.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
   s.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
   s.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
+  s.emd_max_entries = vm["emd-max-entries"].as<std::int64_t>();
   s.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
   s.validate();
   return s;

@@ -44,6 +44,8 @@ inline void declare_train_options(OptionGroups& groups) {
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision projected points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.ot.emd_max_iter), "network-simplex pivots at most per pair")
+      ("emd-max-entries", po::value<std::int64_t>()->default_value(d.ot.emd_max_entries),
+       "largest donor pair n x m exact EMD takes on; larger pairs need Sinkhorn (--entropic-reg)")
       ("lr-scaling", po::value<std::string>()->default_value("linear"),
        "mode batches: learning rate × ranks (linear), × sqrt(ranks) (sqrt) or unchanged (none)")
       ("no-warm-start", po::bool_switch(), "solve every EMD from scratch instead of from the pair's previous basis");
@@ -76,6 +78,7 @@ inline TrainOptions train_options_from(const boost::program_options::variables_m
   o.ot.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
   o.ot.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
   o.ot.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
+  o.ot.emd_max_entries = vm["emd-max-entries"].as<std::int64_t>();
   o.ot.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
   o.triplets = parse_triplet_mode(vm["triplets"].as<std::string>());
   o.t = vm["t"].as<int>();
