@@ -25,7 +25,7 @@
 #include "kotml/data/cohort.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/dist/exact_sum.hpp"
-#include "kotml/eval/donor_store.hpp"
+#include "kotml/stage/donor_store.hpp"
 #include "kotml/learn/trainer.hpp"
 
 namespace {
@@ -56,7 +56,7 @@ data::Cohort bench_cohort(int donors, const dist::Comm& comm) {
 void BM_TrainEpoch(benchmark::State& state) {
   const dist::Comm comm(MPI_COMM_WORLD);
   const auto cohort = bench_cohort(static_cast<int>(state.range(1)), comm);
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   std::vector<GlobalId> donors;
   for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
   learn::TrainOptions options;

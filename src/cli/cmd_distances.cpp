@@ -11,16 +11,16 @@
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/version.hpp"
-#include "kotml/data/cohort_options.hpp"
+#include "cohort_options.hpp"
 #include "kotml/data/cohort_reader.hpp"
 #include "kotml/eval/distance_matrix.hpp"
-#include "kotml/eval/donor_store.hpp"
+#include "kotml/stage/donor_store.hpp"
 #include "kotml/eval/mds.hpp"
-#include "kotml/eval/metric_cli.hpp"
+#include "metric_options.hpp"
 #include "kotml/io/hdf5.hpp"
-#include "kotml/learn/cli_support.hpp"
-#include "kotml/learn/results.hpp"
-#include "kotml/learn/run_config.hpp"
+#include "cohort_input.hpp"
+#include "kotml/study/results.hpp"
+#include "run_config.hpp"
 #include "options.hpp"
 #include "subcommand.hpp"
 
@@ -54,7 +54,7 @@ Subcommand distances_subcommand() {
     check_outputs(comm, {cohort_options.input, model}, {{"output", output}, {"timers", timers_json}});
     if (metric.kind == eval::GroundMetric::Kind::learned) {
       if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
-      comm.phase([&] { metric.a = learn::read_metric(model); });
+      comm.phase([&] { metric.a = study::read_metric(model); });
     } else if (!model.empty()) {
       throw Error::option("model", "applies to --metric learned only");
     }
@@ -70,7 +70,7 @@ Subcommand distances_subcommand() {
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
     settings.check_emd_size(cohort, donors);
     timers::timed("read", [&] { reader->hold(eval::distance_donors_to_hold(cohort, donors, comm.size(), comm.rank())); });
-    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
+    const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
     const auto d = timers::timed("distances", [&] { return eval::distance_matrix(store, metric, settings, donors, comm); });
     const auto config = learn::effective_config(vm, "distances", comm.size());
     timers::timed("mds and write", [&] {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kotml/core/atomic_file.hpp"
-#include "kotml/core/double_option.hpp"
+#include "double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"

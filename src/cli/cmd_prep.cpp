@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "kotml/core/double_option.hpp"
+#include "double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/data/prep.hpp"

@@ -11,16 +11,16 @@
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
-#include "kotml/data/cohort_options.hpp"
+#include "cohort_options.hpp"
 #include "kotml/data/cohort_reader.hpp"
-#include "kotml/eval/donor_store.hpp"
-#include "kotml/eval/metric_cli.hpp"
+#include "kotml/stage/donor_store.hpp"
+#include "metric_options.hpp"
 #include "kotml/eval/protocol.hpp"
-#include "kotml/eval/protocol_cli.hpp"
+#include "protocol_options.hpp"
 #include "kotml/eval/summary.hpp"
-#include "kotml/learn/cli_support.hpp"
-#include "kotml/learn/results.hpp"
-#include "kotml/learn/run_config.hpp"
+#include "cohort_input.hpp"
+#include "kotml/study/results.hpp"
+#include "run_config.hpp"
 #include "options.hpp"
 #include "subcommand.hpp"
 
@@ -54,7 +54,7 @@ Subcommand test_subcommand() {
       check_outputs(comm, {cohort_options.input, model}, evaluation_outputs(out), "out", out);
     if (metric.kind == eval::GroundMetric::Kind::learned) {
       if (model.empty()) throw Error::option("model", "--metric learned needs the results.h5 of a training run");
-      comm.phase([&] { metric.a = learn::read_metric(model); });
+      comm.phase([&] { metric.a = study::read_metric(model); });
     } else if (!model.empty()) {
       throw Error::option("model", "applies to --metric learned only");
     } else if (metric.squared) {
@@ -69,7 +69,7 @@ Subcommand test_subcommand() {
     const auto splits = eval::protocol_splits(cohort, protocol);
     if (!out.empty()) learn::prepare_output_dir(out, comm);
     log::out() << data::describe(cohort);
-    learn::RunRecord run;
+    study::RunRecord run;
     run.subcommand = "test";
     run.config = learn::effective_config(vm, "test", comm.size());
     for (int s = 0; s < static_cast<int>(splits.size()); ++s) {
@@ -78,7 +78,7 @@ Subcommand test_subcommand() {
       timers::timed("read", [&] {
         reader->hold(eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank()));
       });
-      const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
+      const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
       const auto scores = timers::timed(
           "evaluate", [&] { return eval::score_split(cohort, store, metric, settings, split, protocol.knn_k, comm); });
       eval::SplitRecord record;
@@ -104,7 +104,7 @@ Subcommand test_subcommand() {
         if (!comm.is_root() || out.empty()) return;
         write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
         write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
-        learn::write_results(out + "/results.h5", cohort, run);
+        study::write_results(out + "/results.h5", cohort, run);
       });
     });
     if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5, timers.json}\n";

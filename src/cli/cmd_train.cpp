@@ -9,13 +9,13 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
-#include "kotml/data/cohort_options.hpp"
+#include "cohort_options.hpp"
 #include "kotml/data/cohort_reader.hpp"
-#include "kotml/eval/donor_store.hpp"
-#include "kotml/learn/cli_support.hpp"
-#include "kotml/learn/results.hpp"
-#include "kotml/learn/run_config.hpp"
-#include "kotml/learn/train_options_cli.hpp"
+#include "kotml/stage/donor_store.hpp"
+#include "cohort_input.hpp"
+#include "kotml/study/results.hpp"
+#include "run_config.hpp"
+#include "train_options.hpp"
 #include "kotml/learn/trainer.hpp"
 #include "options.hpp"
 #include "subcommand.hpp"
@@ -24,11 +24,11 @@ namespace kotml::cli {
 namespace {
 
 std::string describe_top_genes(const data::Cohort& cohort, const learn::MetricMatrix& a, std::int64_t top) {
-  const auto genes = learn::loading_gene_names(cohort);
+  const auto genes = study::loading_gene_names(cohort);
   const auto n_genes = static_cast<std::int64_t>(genes.size());
   const auto k = static_cast<std::int64_t>(a.extent(0));
   const auto shown = std::min<std::int64_t>(top, n_genes);
-  const auto index = learn::top_genes(learn::metric_loadings(cohort, a), n_genes, k, shown);
+  const auto index = learn::top_genes(study::metric_loadings(cohort, a), n_genes, k, shown);
   std::ostringstream out;
   for (std::int64_t c = 0; c < k; ++c) {
     out << "  component " << c + 1 << ":";
@@ -86,7 +86,7 @@ Subcommand train_subcommand() {
     options.validate(cohort.dim, cohort.n_donors(), cohort.n_classes());
     timers::timed("read", [&] { reader->hold(learn::donors_to_hold(cohort, donors, options, comm.size(), comm.rank())); });
     learn::prepare_output_dir(out, comm);
-    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
+    const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
     log::out() << data::describe(cohort);
     const auto result = learn::train(cohort, store, donors, options, comm);
 
@@ -96,7 +96,7 @@ Subcommand train_subcommand() {
                << result.epoch_time_s << " s per epoch on " << comm.size() << " rank(s)\n"
                << "top genes by |loading|:\n"
                << describe_top_genes(cohort, result.a, std::min<std::int64_t>(top, 10));
-    learn::RunRecord run;
+    study::RunRecord run;
     run.subcommand = "train";
     run.config = learn::effective_config(vm, "train", comm.size());
     run.config["options"]["n-comps"] = options.n_comps;  // after fit_to_features
@@ -106,8 +106,8 @@ Subcommand train_subcommand() {
     timers::timed("write", [&] {
       comm.phase([&] {
         if (!comm.is_root()) return;
-        learn::write_results(out + "/results.h5", cohort, run);
-        if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, result.a);
+        study::write_results(out + "/results.h5", cohort, run);
+        if (!h5ad.empty()) study::write_annotated_h5ad(h5ad, cohort, result.a);
       });
     });
     log::out() << "wrote " << out << "/results.h5" << (h5ad.empty() ? "" : " and " + h5ad) << "\n";

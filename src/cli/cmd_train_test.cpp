@@ -13,16 +13,16 @@
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
-#include "kotml/data/cohort_options.hpp"
+#include "cohort_options.hpp"
 #include "kotml/data/cohort_reader.hpp"
 #include "kotml/eval/protocol.hpp"
-#include "kotml/eval/protocol_cli.hpp"
+#include "protocol_options.hpp"
 #include "kotml/eval/summary.hpp"
-#include "kotml/learn/cli_support.hpp"
-#include "kotml/learn/results.hpp"
-#include "kotml/learn/run_config.hpp"
-#include "kotml/learn/train_options_cli.hpp"
-#include "kotml/learn/train_test.hpp"
+#include "cohort_input.hpp"
+#include "kotml/study/results.hpp"
+#include "run_config.hpp"
+#include "train_options.hpp"
+#include "kotml/study/train_test.hpp"
 #include "kotml/learn/trainer.hpp"
 #include "options.hpp"
 #include "subcommand.hpp"
@@ -72,7 +72,7 @@ Subcommand train_test_subcommand() {
     std::vector<OutputFile> outputs = out.empty() ? std::vector<OutputFile>{} : evaluation_outputs(out);
     outputs.push_back({"write-h5ad", h5ad});
     if (!options.checkpoint_path.empty())
-      outputs.push_back({"checkpoint", learn::split_checkpoint(options.checkpoint_path, 0), true});
+      outputs.push_back({"checkpoint", study::split_checkpoint(options.checkpoint_path, 0), true});
     check_outputs(comm, {cohort_options.input}, outputs, out.empty() ? "" : "out", out);
 
     std::optional<data::CohortReader> reader;
@@ -86,11 +86,11 @@ Subcommand train_test_subcommand() {
     if (!out.empty()) learn::prepare_output_dir(out, comm);
     log::out() << data::describe(cohort);
 
-    learn::TrainTestOptions protocol_options;
+    study::TrainTestOptions protocol_options;
     protocol_options.train = options;
     protocol_options.knn_k = protocol.knn_k;
     protocol_options.restart = vm["restart"].as<bool>();
-    const auto outcome = learn::train_test(*reader, splits, protocol_options, comm, [](const eval::SplitRecord& r) {
+    const auto outcome = study::train_test(*reader, splits, protocol_options, comm, [](const eval::SplitRecord& r) {
       char line[200];
       std::snprintf(line, sizeof line, "split %d: %lld epochs, knn_acc %.3f, mi %.3f, ari %.3f, vi %.3f, %.4f s per epoch\n",
                     r.split, static_cast<long long>(r.epochs.value_or(0)), r.knn_acc, r.mi, r.ari, r.vi,
@@ -98,7 +98,7 @@ Subcommand train_test_subcommand() {
       log::out() << line << std::flush;
     });
 
-    learn::RunRecord run;
+    study::RunRecord run;
     run.subcommand = "train-test";
     run.config = learn::effective_config(vm, "train-test", comm.size());
     run.config["options"]["n-comps"] = options.n_comps;  // after fit_to_features
@@ -117,9 +117,9 @@ Subcommand train_test_subcommand() {
         if (!out.empty()) {
           write_text_atomically(out + "/metrics.csv", eval::metrics_csv(run.metrics));
           write_text_atomically(out + "/summary.json", json_text(run.summary, 2) + "\n");
-          learn::write_results(out + "/results.h5", cohort, run);
+          study::write_results(out + "/results.h5", cohort, run);
         }
-        if (!h5ad.empty()) learn::write_annotated_h5ad(h5ad, cohort, run.a);
+        if (!h5ad.empty()) study::write_annotated_h5ad(h5ad, cohort, run.a);
       });
     });
     if (!out.empty()) log::out() << "wrote " << out << "/{metrics.csv, summary.json, results.h5, timers.json}\n";

@@ -2,7 +2,7 @@
 
 #include "sinkhorn_options.hpp"
 
-#include "kotml/core/double_option.hpp"
+#include "double_option.hpp"
 #include "kotml/core/error.hpp"
 #include "options.hpp"
 

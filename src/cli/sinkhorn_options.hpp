@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "kotml/core/option_groups.hpp"
+#include "option_groups.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
 
 namespace kotml::cli {

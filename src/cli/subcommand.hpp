@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kotml/core/option_groups.hpp"
+#include "option_groups.hpp"
 #include "kotml/dist/comm.hpp"
 
 namespace kotml::cli {
@@ -19,7 +19,7 @@ struct Subcommand {
   std::string name;
   std::string summary;  // one line for `kotml --help`
   std::string usage;    // e.g. "kotml info FILE.h5ad"
-  /// One command line that works, shown under --help (kotml/core/option_groups.hpp
+  /// One command line that works, shown under --help (option_groups.hpp
   /// has the sections the options are printed in).
   std::string example;
   /// Declares the subcommand's options, each in its section, and its positional

@@ -33,8 +33,8 @@ std::vector<GlobalId> distance_donors_to_hold(const data::Cohort& cohort, const 
   return held;
 }
 
-HostMatrix<double> distance_matrix(const DonorStore& store, const GroundMetric& metric,
-                                   const OtSettings& settings, const std::vector<GlobalId>& donors,
+HostMatrix<double> distance_matrix(const stage::DonorStore& store, const GroundMetric& metric,
+                                   const stage::OtSettings& settings, const std::vector<GlobalId>& donors,
                                    const dist::Comm& comm) {
   const std::size_t n = donors.size();
   std::vector<std::int64_t> rows;
@@ -53,7 +53,7 @@ HostMatrix<double> distance_matrix(const DonorStore& store, const GroundMetric& 
         mine_ids.push_back(static_cast<std::int64_t>(id));
       }
   std::vector<double> costs;
-  SolveReport report;
+  stage::SolveReport report;
   comm.phase([&] { costs = pair_costs(store, metric, settings, mine, report); });
   comm.gather_warnings(report.warnings("distances (" + metric.name() + ")"));
   const auto all_ids = comm.allgatherv(mine_ids);

@@ -36,8 +36,8 @@ std::vector<GlobalId> split_donors(const Split& split) {
   return donors;
 }
 
-SplitScores score_split(const data::Cohort& cohort, const DonorStore& store, const GroundMetric& metric,
-                        const OtSettings& settings, const Split& split, int knn_k, const dist::Comm& comm) {
+SplitScores score_split(const data::Cohort& cohort, const stage::DonorStore& store, const GroundMetric& metric,
+                        const stage::OtSettings& settings, const Split& split, int knn_k, const dist::Comm& comm) {
   const auto donors = split_donors(split);
   settings.check_emd_size(cohort, donors);
   const auto d = distance_matrix(store, metric, settings, donors, comm);

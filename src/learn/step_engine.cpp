@@ -83,7 +83,7 @@ std::vector<std::int64_t> rows_by_donor(const data::Cohort& cohort) {
   return rows;
 }
 
-std::vector<std::int64_t> rows_by_donor(const eval::DonorStore& store) {
+std::vector<std::int64_t> rows_by_donor(const stage::DonorStore& store) {
   std::vector<std::int64_t> rows;
   for (GlobalId u = 0; u < store.n_donors(); ++u) rows.push_back(store.rows(u));
   return rows;
@@ -165,7 +165,7 @@ StepPlan StepEngine::plan_pairs(const std::vector<GlobalId>& batch, const Triple
 }
 
 ProjectedPairs StepEngine::stage_and_project(const StepPlan& plan, const MetricMatrix& a, const dist::Comm& comm) {
-  const auto a_device = eval::metric_to_device(a);
+  const auto a_device = stage::metric_to_device(a);
   ProjectedPairs out;
   // Sinkhorn runs on single-precision projected points unless asked otherwise
   // (EMD always on double).
@@ -173,10 +173,10 @@ ProjectedPairs StepEngine::stage_and_project(const StepPlan& plan, const MetricM
   comm.phase([&] {
     stage_.stage(store_, plan.staged);
     if (out.single) {
-      out.projected_float = eval::project_clouds<float>(stage_, plan.cloud_donors, a_device);
+      out.projected_float = stage::project_clouds<float>(stage_, plan.cloud_donors, a_device);
       out.layout = ot::BatchLayout::of(out.projected_float.clouds, plan.problems);
     } else {
-      out.projected = eval::project_clouds<double>(stage_, plan.cloud_donors, a_device);
+      out.projected = stage::project_clouds<double>(stage_, plan.cloud_donors, a_device);
       out.layout = ot::BatchLayout::of(out.projected.clouds, plan.problems);
     }
   });
@@ -379,7 +379,7 @@ std::vector<double> StepEngine::metric_gradient(const std::vector<GlobalId>& bat
       HostMatrix<double> h_host("kotml::learn::h_block", static_cast<std::size_t>(rows), static_cast<std::size_t>(k));
       std::copy(h.h.begin() + first * k, h.h.begin() + (first + rows) * k, h_host.data());
       auto h_device = Kokkos::create_mirror_view_and_copy(MemSpace(), h_host);
-      ot::map_gradient<eval::PointScalar>(h_device, stage_.donor_points(donor), grad_block, false);
+      ot::map_gradient<stage::PointScalar>(h_device, stage_.donor_points(donor), grad_block, false);
       auto g_host = Kokkos::create_mirror_view_and_copy(HostSpace(), grad_block);
       g_sum.add(g_host.data());
     }

@@ -29,8 +29,9 @@
 #include "kotml/data/cohort.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/dist/pair_placement.hpp"
-#include "kotml/eval/donor_store.hpp"
-#include "kotml/eval/pair_ot.hpp"
+#include "kotml/stage/donor_store.hpp"
+#include "kotml/stage/ot_settings.hpp"
+#include "kotml/stage/projection.hpp"
 #include "kotml/learn/loss.hpp"
 #include "kotml/learn/metric.hpp"
 #include "kotml/learn/trainer.hpp"
@@ -63,7 +64,7 @@ class PairOwners {
 };
 
 std::vector<std::int64_t> rows_by_donor(const data::Cohort& cohort);
-std::vector<std::int64_t> rows_by_donor(const eval::DonorStore& store);
+std::vector<std::int64_t> rows_by_donor(const stage::DonorStore& store);
 
 struct StepResult {
   double loss = 0.0;
@@ -86,8 +87,8 @@ struct StepPlan {
 /// precision (Sinkhorn on float) or double (EMD, or Sinkhorn on double).
 struct ProjectedPairs {
   bool single = false;
-  eval::ProjectedCloudsOf<double> projected;
-  eval::ProjectedCloudsOf<float> projected_float;
+  stage::ProjectedCloudsOf<double> projected;
+  stage::ProjectedCloudsOf<float> projected_float;
   ot::BatchLayout layout;
 };
 
@@ -110,7 +111,7 @@ struct PointGradients {
 /// `comm` (the world in mode pairs, this rank alone in mode batches).
 class StepEngine {
  public:
-  StepEngine(const eval::DonorStore& store, const TrainOptions& options) : store_(store), options_(options) {}
+  StepEngine(const stage::DonorStore& store, const TrainOptions& options) : store_(store), options_(options) {}
 
   /// fixed_epsilon > 0 replaces the batch's relative ε (gradient checks hold ε
   /// fixed, as the gradient treats it: GGML-OT detaches the mean-cost scale).
@@ -128,7 +129,7 @@ class StepEngine {
     if (relative_move > 1.0) bases_.clear();
   }
 
-  eval::SolveReport& report() { return report_; }
+  stage::SolveReport& report() { return report_; }
   /// Solves, solver iterations (EMD pivots, Sinkhorn iterations) and
   /// warm-started EMD solves so far on this rank (--verbose prints them).
   std::int64_t solves() const { return solves_; }
@@ -153,12 +154,12 @@ class StepEngine {
                                       const PointGradients& h, std::int64_t k, std::int64_t d,
                                       const dist::Comm& comm) const;
 
-  const eval::DonorStore& store_;
+  const stage::DonorStore& store_;
   const TrainOptions& options_;
-  eval::BatchStage stage_;
+  stage::BatchStage stage_;
   WarmStarts<std::int32_t> bases_;
   WarmStarts<double> potentials_;
-  eval::SolveReport report_;
+  stage::SolveReport report_;
   std::int64_t solves_ = 0, iterations_ = 0, warm_started_ = 0;
 };
 

@@ -182,7 +182,7 @@ double lr_factor(const TrainOptions& options, int ranks) {
 /// otherwise) and prints, with --verbose, how many training donors and cells
 /// the ranks hold.
 void report_placement(const data::Cohort& cohort, const std::vector<GlobalId>& train_donors,
-                      const std::vector<GlobalId>& needed, const eval::DonorStore& store, const dist::Comm& comm) {
+                      const std::vector<GlobalId>& needed, const stage::DonorStore& store, const dist::Comm& comm) {
   std::int64_t cells = 0, total_cells = 0;
   for (auto u : needed) {
     if (!store.has(u))
@@ -204,7 +204,7 @@ void report_placement(const data::Cohort& cohort, const std::vector<GlobalId>& t
 /// step engine's warm starts), one method per phase.
 class TrainingRun {
  public:
-  TrainingRun(const data::Cohort& cohort, const eval::DonorStore& store, const std::vector<GlobalId>& train_donors,
+  TrainingRun(const data::Cohort& cohort, const stage::DonorStore& store, const std::vector<GlobalId>& train_donors,
               const TrainOptions& options, const dist::Comm& comm)
       : cohort_(cohort),
         train_donors_(train_donors),
@@ -471,7 +471,7 @@ std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vect
 
 // ------------------------------------------------------------------ train
 
-TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
+TrainResult train(const data::Cohort& cohort, const stage::DonorStore& store,
                   const std::vector<GlobalId>& train_donors, const TrainOptions& options,
                   const dist::Comm& comm) {
   const auto labels = labels_of(cohort, train_donors);
@@ -481,7 +481,7 @@ TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
   return TrainingRun(cohort, store, train_donors, options, comm).run();
 }
 
-double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store, const std::vector<GlobalId>& donors,
+double triplet_loss(const data::Cohort& cohort, const stage::DonorStore& store, const std::vector<GlobalId>& donors,
                     const MetricMatrix& a, const TrainOptions& options, const dist::Comm& comm) {
   const auto triplets = all_triplets(labels_of(cohort, donors));
   if (triplets.size() == 0) return 0.0;
@@ -490,7 +490,7 @@ double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store, c
   return engine.run(donors, triplets, a, comm, &owners, false).loss;
 }
 
-double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& store,
+double loss_and_gradient(const data::Cohort& cohort, const stage::DonorStore& store,
                          const std::vector<GlobalId>& donors, const MetricMatrix& a, const TrainOptions& options,
                          const dist::Comm& comm, std::vector<double>& grad, double* epsilon) {
   const auto triplets = make_triplets(labels_of(cohort, donors), options, 0, 0);

@@ -1,4 +1,4 @@
-// The shared cohort options (kotml/data/cohort_options.hpp): names, defaults,
+// The shared cohort options (src/cli/cohort_options.hpp): names, defaults,
 // 'all' for --n-cells, and the checks every subcommand inherits.
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kotml/core/error.hpp"
-#include "kotml/data/cohort_options.hpp"
+#include "cohort_options.hpp"
 
 namespace po = boost::program_options;
 using kotml::data::CohortOptions;

@@ -20,7 +20,7 @@
 #include "kotml/data/cohort.hpp"
 #include "kotml/data/simulate.hpp"
 #include "kotml/dist/comm.hpp"
-#include "kotml/eval/donor_store.hpp"
+#include "kotml/stage/donor_store.hpp"
 #include "kotml/eval/protocol.hpp"
 #include "kotml/learn/checkpoint.hpp"
 #include "kotml/learn/metric.hpp"
@@ -134,7 +134,7 @@ TEST(LearnTrain, FollowsGgmlOtsTrajectory) {
       clouds.emplace_back(points.begin() + static_cast<std::ptrdiff_t>(u * n * dim),
                           points.begin() + static_cast<std::ptrdiff_t>((u + 1) * n * dim));
     const auto cohort = cohort_from(clouds, labels, dim, world());
-    const eval::DonorStore store(cohort);
+    const stage::DonorStore store(cohort);
     const auto& o = c["options"];
     learn::TrainOptions options;
     options.n_comps = o["n_comps"].get<int>();
@@ -170,7 +170,7 @@ TEST(LearnTrain, MetricIsBitIdenticalOnAnyRankCount) {
                         Case{"sampled triplets", 6, 0.0, learn::TripletMode::sampled, false},
                         Case{"group-by centroids", 512, 0.0, learn::TripletMode::all, true}}) {
     const auto cohort = random_cohort(3, 12, 4, 21, world(), c.grouped);
-    const eval::DonorStore store(cohort);
+    const stage::DonorStore store(cohort);
     learn::TrainOptions options;
     options.n_comps = 2;
     options.epochs = 4;
@@ -190,7 +190,7 @@ TEST(LearnTrain, MetricIsBitIdenticalOnAnyRankCount) {
 
 TEST(LearnTrain, FullLossGradientMatchesFiniteDifferences) {
   const auto cohort = random_cohort(2, 7, 3, 5, world());
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   for (double entropic_reg : {0.3, 0.0}) {
     for (bool squared : {false, true}) {
       learn::TrainOptions options;
@@ -228,7 +228,7 @@ TEST(LearnTrain, FullLossGradientMatchesFiniteDifferences) {
 
 TEST(LearnTrain, RestartEndsBitIdentical) {
   const auto cohort = random_cohort(3, 10, 3, 8, world());
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   const auto dir = shared_temp_dir();
   // EMD (warm-start bases) and Sinkhorn (warm-start potentials) in mini-batches.
   for (double entropic_reg : {0.0, 0.5}) {
@@ -270,7 +270,7 @@ TEST(LearnTrain, RestartEndsBitIdentical) {
 
 TEST(LearnTrain, BatchesModeAveragesRanksAndLearns) {
   const auto cohort = random_cohort(4, 10, 3, 13, world());
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   learn::TrainOptions options;
   options.n_comps = 2;
   options.epochs = 8;
@@ -294,7 +294,7 @@ TEST(LearnTrain, BatchesModeAveragesRanksAndLearns) {
 
 TEST(LearnTrain, InvalidHyperparametersAreOneErrorEverywhere) {
   const auto cohort = random_cohort(2, 5, 3, 1, world());
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   learn::TrainOptions options;
   options.n_comps = 4;  // > 3 features
   EXPECT_THROW(learn::train(cohort, store, all_donors(cohort), options, world()), Error);
@@ -312,7 +312,7 @@ TEST(LearnQuality, Toy2dLearnedMetricSeparatesWhereEuclideanFails) {
   cohort_options.input = "toy2d";
   cohort_options.all_cells = true;
   const auto cohort = data::build_cohort(table, cohort_options, world());
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   eval::ProtocolOptions protocol;
   protocol.n_splits = 3;
   const auto splits = eval::protocol_splits(cohort, protocol);
@@ -364,7 +364,7 @@ TEST(LearnQuality, ScrnaPlantedGenesRankAmongTopGenes) {
   cohort_options.all_cells = true;
   cohort_options.normalize = true;
   const auto cohort = data::build_cohort(table, cohort_options, world());
-  const eval::DonorStore store(cohort);
+  const stage::DonorStore store(cohort);
   // GGML-OT's EMD settings for real data (train_emd2: alpha 10) with a strong
   // regulariser that leaves weight on the genes that separate the classes.
   learn::TrainOptions options;

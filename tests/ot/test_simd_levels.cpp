@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/projection_host.hpp"
+#include "stage/projection_host.hpp"
 #include "gw/gw_simd_host.hpp"
 #include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/lse.hpp"
@@ -211,7 +211,7 @@ TEST(SimdLevels, ProjectionBlocksHaveTheBaselineBits) {
       const auto a_t = uniform<double>(static_cast<std::size_t>(d * ld_a), -1, 1, 120 + static_cast<std::uint64_t>(d));
       const float* rows[4] = {x.data(), x.data() + d, x.data() + 2 * d, x.data() + 3 * d};
       double sums[32];
-      eval::detail::project_block_host(rows, a_t.data(), ld_a, d, sums);
+      stage::detail::project_block_host(rows, a_t.data(), ld_a, d, sums);
       out.insert(out.end(), sums, sums + 32);
     }
     return out;

@@ -41,7 +41,7 @@ BuiltinCohort parse_builtin_cohort(const std::string& text);
 std::string to_string(BuiltinCohort cohort);
 
 /// How a cohort is built; the CLI fills it from the shared cohort options
-/// (kotml/data/cohort_options.hpp).
+/// (src/cli/cohort_options.hpp).
 struct CohortOptions {
   std::string input;                       // .h5ad file (empty with a built-in cohort)
   BuiltinCohort builtin = BuiltinCohort::none;

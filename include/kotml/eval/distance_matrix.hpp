@@ -20,8 +20,8 @@ namespace kotml::eval {
 /// Collective. donors: cohort indices (rows/columns of the result, in this
 /// order); every rank's store must hold the points of distance_donors_to_hold
 /// (an internal error otherwise). Solver warnings are gathered and printed on rank 0.
-HostMatrix<double> distance_matrix(const DonorStore& store, const GroundMetric& metric,
-                                   const OtSettings& settings, const std::vector<GlobalId>& donors,
+HostMatrix<double> distance_matrix(const stage::DonorStore& store, const GroundMetric& metric,
+                                   const stage::OtSettings& settings, const std::vector<GlobalId>& donors,
                                    const dist::Comm& comm);
 
 /// The donors (cohort indices, increasing) rank `rank` of `n_ranks` needs for

@@ -33,7 +33,7 @@ std::vector<Split> protocol_splits(const data::Cohort& cohort, const ProtocolOpt
 std::vector<GlobalId> split_donors(const Split& split);
 
 /// Collective. Distances over the split's donors under the metric, and scores.
-SplitScores score_split(const data::Cohort& cohort, const DonorStore& store, const GroundMetric& metric,
-                        const OtSettings& settings, const Split& split, int knn_k, const dist::Comm& comm);
+SplitScores score_split(const data::Cohort& cohort, const stage::DonorStore& store, const GroundMetric& metric,
+                        const stage::OtSettings& settings, const Split& split, int knn_k, const dist::Comm& comm);
 
 }  // namespace kotml::eval

@@ -39,8 +39,9 @@
 #include "kotml/core/types.hpp"
 #include "kotml/data/cohort.hpp"
 #include "kotml/dist/comm.hpp"
-#include "kotml/eval/donor_store.hpp"
-#include "kotml/eval/pair_ot.hpp"
+#include "kotml/stage/donor_store.hpp"
+#include "kotml/stage/ot_settings.hpp"
+#include "kotml/stage/projection.hpp"
 #include "kotml/learn/adam.hpp"
 #include "kotml/learn/metric.hpp"
 
@@ -68,7 +69,7 @@ struct TrainOptions {
   std::int64_t batch_size = 512;      // donors per batch (per rank in mode batches)
   double stop_thr = 1e-6;             // stop after an epoch with a step whose objective gradient norm is below; ≤ 0: never
   bool squared = false;               // ||A(x−y)||² ground cost
-  eval::OtSettings ot;
+  stage::OtSettings ot;
   TripletMode triplets = TripletMode::all;
   int t = 3;                          // sampled triplets: positives/negatives per anchor
   DistributionMode mode = DistributionMode::pairs;
@@ -126,13 +127,13 @@ std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vect
 /// the cohort; the store must hold at least the points of donors_to_hold on
 /// this rank (an internal error otherwise). Warnings (skipped batches, solver
 /// trouble) are printed on rank 0.
-TrainResult train(const data::Cohort& cohort, const eval::DonorStore& store,
+TrainResult train(const data::Cohort& cohort, const stage::DonorStore& store,
                   const std::vector<GlobalId>& train_donors, const TrainOptions& options,
                   const dist::Comm& comm);
 
 /// Collective. The triplet loss (all triplets, no regulariser) of A on the given
 /// donors: the validation loss of the mode-batches study.
-double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store,
+double triplet_loss(const data::Cohort& cohort, const stage::DonorStore& store,
                     const std::vector<GlobalId>& donors, const MetricMatrix& a,
                     const TrainOptions& options, const dist::Comm& comm);
 
@@ -142,7 +143,7 @@ double triplet_loss(const data::Cohort& cohort, const eval::DonorStore& store,
 /// ε = entropic_reg × mean cost depends on A, but the gradient treats it as a
 /// constant (GGML-OT detaches that scale too): pass epsilon pointing to 0 to
 /// receive the ε used, or to a positive value to hold ε there.
-double loss_and_gradient(const data::Cohort& cohort, const eval::DonorStore& store,
+double loss_and_gradient(const data::Cohort& cohort, const stage::DonorStore& store,
                          const std::vector<GlobalId>& donors, const MetricMatrix& a,
                          const TrainOptions& options, const dist::Comm& comm,
                          std::vector<double>& grad, double* epsilon = nullptr);

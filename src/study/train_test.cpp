@@ -1,4 +1,4 @@
-#include "kotml/learn/train_test.hpp"
+#include "kotml/study/train_test.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,11 +10,11 @@
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/eval/distance_matrix.hpp"
-#include "kotml/eval/donor_store.hpp"
+#include "kotml/stage/donor_store.hpp"
 #include "kotml/eval/protocol.hpp"
 #include "kotml/learn/loss.hpp"
 
-namespace kotml::learn {
+namespace kotml::study {
 namespace {
 
 /// "split 3/5 (ETA 2:10)": the epoch progress line's context, with the ETA of
@@ -48,18 +48,18 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
   for (int s = 0; s < n_splits; ++s) {
     const auto& split = splits[static_cast<std::size_t>(s)];
     const log::ProgressContext progress_context(split_progress_text(s, n_splits, splits_timer.seconds()));
-    TrainOptions split_options(options.train);
+    learn::TrainOptions split_options(options.train);
     if (!options.train.checkpoint_path.empty()) {
       split_options.checkpoint_path = split_checkpoint(options.train.checkpoint_path, s);
       if (options.restart && std::filesystem::exists(split_options.checkpoint_path))
         split_options.restart_from = split_options.checkpoint_path;
     }
     timers::timed("read", [&] {
-      reader.hold(sorted_union(donors_to_hold(cohort, split.train, options.train, comm.size(), comm.rank()),
+      reader.hold(sorted_union(learn::donors_to_hold(cohort, split.train, options.train, comm.size(), comm.rank()),
                                eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank())));
     });
-    const auto store = timers::timed("stage", [&] { return eval::DonorStore(cohort); });
-    const auto trained = train(cohort, store, split.train, split_options, comm);
+    const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
+    const auto trained = learn::train(cohort, store, split.train, split_options, comm);
 
     eval::GroundMetric metric;
     metric.kind = eval::GroundMetric::Kind::learned;
@@ -80,7 +80,7 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
     record.epoch_cpu_s = trained.epoch_cpu_s;
     std::vector<int> labels;
     for (auto u : eval::split_donors(split)) labels.push_back(cohort.donors[static_cast<std::size_t>(u)].label);
-    record.test_loss = hinge_loss_of_block(scores.distances, labels, record.n_train, options.train.alpha);
+    record.test_loss = learn::hinge_loss_of_block(scores.distances, labels, record.n_train, options.train.alpha);
     record.epochs = trained.epochs_run;
     result.metrics.push_back(record);
 
@@ -95,4 +95,4 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
   return result;
 }
 
-}  // namespace kotml::learn
+}  // namespace kotml::study

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
-#include "kotml/core/option_groups.hpp"
+#include "option_groups.hpp"
 #include "kotml/data/cohort.hpp"
 
 namespace kotml::data {

@@ -1,4 +1,4 @@
-#include "kotml/learn/results.hpp"
+#include "kotml/study/results.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -9,35 +9,35 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/version.hpp"
-#include "kotml/eval/pair_ot.hpp"
+#include "kotml/stage/projection.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/io/hdf5.hpp"
 
-namespace kotml::learn {
+namespace kotml::study {
 namespace {
 
 template <class T, class Field>
-std::vector<T> column(const std::vector<EpochRecord>& history, Field field) {
+std::vector<T> column(const std::vector<learn::EpochRecord>& history, Field field) {
   std::vector<T> values;
   for (const auto& r : history) values.push_back(static_cast<T>(r.*field));
   return values;
 }
 
-void write_history(io::h5::File& file, const std::string& group, const std::vector<EpochRecord>& h) {
+void write_history(io::h5::File& file, const std::string& group, const std::vector<learn::EpochRecord>& h) {
   file.create_group(group);
-  file.write(group + "/epoch", column<std::int64_t>(h, &EpochRecord::epoch));
-  file.write(group + "/loss", column<double>(h, &EpochRecord::loss));
-  file.write(group + "/regularizer", column<double>(h, &EpochRecord::regularizer));
-  file.write(group + "/grad_norm", column<double>(h, &EpochRecord::grad_norm));
-  file.write(group + "/min_grad_norm", column<double>(h, &EpochRecord::min_grad_norm));
-  file.write(group + "/seconds", column<double>(h, &EpochRecord::seconds));
-  file.write(group + "/cpu_seconds", column<double>(h, &EpochRecord::cpu_seconds));
-  file.write(group + "/steps", column<std::int64_t>(h, &EpochRecord::steps));
-  file.write(group + "/triplets", column<std::int64_t>(h, &EpochRecord::triplets));
-  file.write(group + "/active_triplets", column<std::int64_t>(h, &EpochRecord::active_triplets));
+  file.write(group + "/epoch", column<std::int64_t>(h, &learn::EpochRecord::epoch));
+  file.write(group + "/loss", column<double>(h, &learn::EpochRecord::loss));
+  file.write(group + "/regularizer", column<double>(h, &learn::EpochRecord::regularizer));
+  file.write(group + "/grad_norm", column<double>(h, &learn::EpochRecord::grad_norm));
+  file.write(group + "/min_grad_norm", column<double>(h, &learn::EpochRecord::min_grad_norm));
+  file.write(group + "/seconds", column<double>(h, &learn::EpochRecord::seconds));
+  file.write(group + "/cpu_seconds", column<double>(h, &learn::EpochRecord::cpu_seconds));
+  file.write(group + "/steps", column<std::int64_t>(h, &learn::EpochRecord::steps));
+  file.write(group + "/triplets", column<std::int64_t>(h, &learn::EpochRecord::triplets));
+  file.write(group + "/active_triplets", column<std::int64_t>(h, &learn::EpochRecord::active_triplets));
 }
 
-void write_matrix(io::h5::File& file, const std::string& name, const MetricMatrix& a) {
+void write_matrix(io::h5::File& file, const std::string& name, const learn::MetricMatrix& a) {
   file.write(name, std::vector<double>(a.data(), a.data() + a.size()),
              {static_cast<std::int64_t>(a.extent(0)), static_cast<std::int64_t>(a.extent(1))});
 }
@@ -63,9 +63,9 @@ std::vector<std::string> loading_gene_names(const data::Cohort& cohort) {
   return cohort.feature_names;
 }
 
-std::vector<double> metric_loadings(const data::Cohort& cohort, const MetricMatrix& a) {
+std::vector<double> metric_loadings(const data::Cohort& cohort, const learn::MetricMatrix& a) {
   const auto names = loading_gene_names(cohort);
-  return gene_loadings(a, cohort.gene_loadings, static_cast<std::int64_t>(names.size()));
+  return learn::gene_loadings(a, cohort.gene_loadings, static_cast<std::int64_t>(names.size()));
 }
 
 void write_results(const std::string& path, const data::Cohort& cohort, const RunRecord& run) {
@@ -82,7 +82,7 @@ void write_results(const std::string& path, const data::Cohort& cohort, const Ru
       file.write("loadings/values", loadings, {n_genes, k});
       file.write_strings("loadings/genes", genes);
       const auto top = std::min(run.top_genes, n_genes);
-      const auto index = top_genes(loadings, n_genes, k, top);
+      const auto index = learn::top_genes(loadings, n_genes, k, top);
       file.write("top_genes/index", index, {k, top});
       std::vector<std::string> names;
       for (auto g : index) names.push_back(genes[static_cast<std::size_t>(g)]);
@@ -135,20 +135,20 @@ void write_results(const std::string& path, const data::Cohort& cohort, const Ru
   target.commit();
 }
 
-MetricMatrix read_metric(const std::string& path) {
+learn::MetricMatrix read_metric(const std::string& path) {
   auto file = io::h5::File::open_read(path);
   if (!file.is_dataset("A")) throw Error(path, "A", "no learned metric in this file (expected a kotml results.h5)");
   const auto shape = file.shape("A");
   if (shape.size() != 2 || shape[0] < 1 || shape[1] < 1) throw Error(path, "A", "expected a non-empty 2-D matrix");
   const auto values = file.read<double>("A");
-  MetricMatrix a("metric_A", static_cast<std::size_t>(shape[0]), static_cast<std::size_t>(shape[1]));
+  learn::MetricMatrix a("metric_A", static_cast<std::size_t>(shape[0]), static_cast<std::size_t>(shape[1]));
   std::copy(values.begin(), values.end(), a.data());
   for (std::size_t i = 0; i < a.size(); ++i)
     if (!std::isfinite(a.data()[i])) throw Error(path, "A", "the metric has non-finite entries");
   return a;
 }
 
-void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort, const MetricMatrix& a) {
+void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort, const learn::MetricMatrix& a) {
   if (cohort.source.empty()) throw Error::option("write-h5ad", "needs a cohort read from an .h5ad file");
   const auto k = static_cast<std::int64_t>(a.extent(0));
   const auto d = static_cast<std::int64_t>(a.extent(1));
@@ -160,7 +160,7 @@ void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort,
   const auto n_obs = reader.n_obs();
   // X_ggml of every cell, block by block so that X is never densified whole.
   std::vector<double> embedding(static_cast<std::size_t>(n_obs * k));
-  const auto a_device = eval::metric_to_device(a);
+  const auto a_device = stage::metric_to_device(a);
   const std::int64_t block = 4096;
   for (std::int64_t first = 0; first < n_obs; first += block) {
     const std::int64_t last = std::min(n_obs, first + block);
@@ -173,7 +173,7 @@ void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort,
     Kokkos::deep_copy(x_device, Kokkos::View<const float**, Kokkos::LayoutRight, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                                     x.data(), static_cast<std::size_t>(last - first), static_cast<std::size_t>(d)));
     Matrix<double> z(no_init("kotml::learn::z_block"), static_cast<std::size_t>(last - first), static_cast<std::size_t>(k));
-    eval::project_rows(x_device, a_device, z);
+    stage::project_rows(x_device, a_device, z);
     auto z_host = Kokkos::create_mirror_view_and_copy(HostSpace(), z);
     std::copy(z_host.data(), z_host.data() + z_host.size(), embedding.begin() + first * k);
   }
@@ -198,4 +198,4 @@ void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort,
   target.commit();
 }
 
-}  // namespace kotml::learn
+}  // namespace kotml::study

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "kotml/core/double_option.hpp"
+#include "double_option.hpp"
 #include "kotml/eval/protocol.hpp"
-#include "kotml/core/option_groups.hpp"
+#include "option_groups.hpp"
 
 namespace kotml::eval {
 

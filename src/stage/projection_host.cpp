@@ -4,7 +4,7 @@
 
 #include "kotml/core/simd_levels.hpp"
 
-namespace kotml::eval::detail {
+namespace kotml::stage::detail {
 
 namespace {
 
@@ -38,4 +38,4 @@ KOTML_SIMD_DISPATCHED(void, project_block_host,
                        double sums[32]),
                       (rows, a_t, ld_a, d, sums), project_block(rows, a_t, ld_a, d, sums))
 
-}  // namespace kotml::eval::detail
+}  // namespace kotml::stage::detail

@@ -19,13 +19,13 @@
 #include "kotml/dist/comm.hpp"
 #include "kotml/eval/splits.hpp"
 #include "kotml/eval/summary.hpp"
-#include "kotml/learn/results.hpp"
+#include "kotml/study/results.hpp"
 #include "kotml/learn/trainer.hpp"
 
-namespace kotml::learn {
+namespace kotml::study {
 
 struct TrainTestOptions {
-  TrainOptions train;            // checkpoint_path: the base name of the per-split checkpoints
+  learn::TrainOptions train;            // checkpoint_path: the base name of the per-split checkpoints
   int knn_k = 5;
   bool restart = false;          // continue each split from its checkpoint when there is one
 };
@@ -46,4 +46,4 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
                            const TrainTestOptions& options, const dist::Comm& comm,
                            const std::function<void(const eval::SplitRecord&)>& on_split = {});
 
-}  // namespace kotml::learn
+}  // namespace kotml::study

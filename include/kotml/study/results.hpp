@@ -30,11 +30,11 @@
 #include "kotml/learn/metric.hpp"
 #include "kotml/learn/trainer.hpp"
 
-namespace kotml::learn {
+namespace kotml::study {
 
 struct SplitOutcome {
-  MetricMatrix a;
-  std::vector<EpochRecord> history;
+  learn::MetricMatrix a;
+  std::vector<learn::EpochRecord> history;
   std::vector<std::string> train_donors;  // donor ids, so a peer can rerun the same split
   std::vector<std::string> test_donors;
 };
@@ -42,8 +42,8 @@ struct SplitOutcome {
 struct RunRecord {
   std::string subcommand;
   nlohmann::json config;
-  MetricMatrix a;                         // the metric to report (best split for train-test); may be empty
-  std::vector<EpochRecord> history;       // of that metric
+  learn::MetricMatrix a;                         // the metric to report (best split for train-test); may be empty
+  std::vector<learn::EpochRecord> history;       // of that metric
   std::vector<SplitOutcome> splits;       // train-test: every split
   std::vector<eval::SplitRecord> metrics; // train-test/test
   nlohmann::json summary;                 // summary.json content, or null
@@ -52,17 +52,17 @@ struct RunRecord {
 
 /// Gene names and loadings (genes×k) of a metric on the cohort's features.
 std::vector<std::string> loading_gene_names(const data::Cohort& cohort);
-std::vector<double> metric_loadings(const data::Cohort& cohort, const MetricMatrix& a);
+std::vector<double> metric_loadings(const data::Cohort& cohort, const learn::MetricMatrix& a);
 
 /// Writes results.h5 atomically (call on one rank).
 void write_results(const std::string& path, const data::Cohort& cohort, const RunRecord& run);
 
 /// Reads /A of a results.h5 (for kotml test/distances --metric learned).
-MetricMatrix read_metric(const std::string& path);
+learn::MetricMatrix read_metric(const std::string& path);
 
 /// Copies the input .h5ad to `output` (atomically) and adds uns/W_ggml (k×d),
 /// varm/W_ggml (genes×k loadings) and obsm/X_ggml (cells×k: the cells'
 /// features, un-normalised as GGML-OT does, times Aᵀ). Call on one rank.
-void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort, const MetricMatrix& a);
+void write_annotated_h5ad(const std::string& output, const data::Cohort& cohort, const learn::MetricMatrix& a);
 
-}  // namespace kotml::learn
+}  // namespace kotml::study

@@ -13,9 +13,9 @@
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/data/cohort.hpp"
-#include "kotml/data/cohort_options.hpp"
+#include "cohort_options.hpp"
 #include "kotml/dist/comm.hpp"
-#include "kotml/core/option_groups.hpp"
+#include "option_groups.hpp"
 
 namespace kotml::learn {
 

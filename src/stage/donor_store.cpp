@@ -1,4 +1,4 @@
-#include "kotml/eval/donor_store.hpp"
+#include "kotml/stage/donor_store.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "kotml/core/error.hpp"
 
-namespace kotml::eval {
+namespace kotml::stage {
 namespace {
 
 using HostUnmanagedMatrix =
@@ -140,4 +140,4 @@ ot::CloudBatch<PointScalar> BatchStage::raw_clouds(const std::vector<GlobalId>& 
   return ot::CloudBatch<PointScalar>(points_, weights, std::move(ranges));
 }
 
-}  // namespace kotml::eval
+}  // namespace kotml::stage

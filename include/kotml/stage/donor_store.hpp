@@ -21,7 +21,7 @@
 #include "kotml/data/cohort.hpp"
 #include "kotml/ot/batch.hpp"
 
-namespace kotml::eval {
+namespace kotml::stage {
 
 #if defined(KOKKOS_ENABLE_CUDA)
 using PinnedSpace = Kokkos::CudaHostPinnedSpace;
@@ -92,4 +92,4 @@ class BatchStage {
 Vector<double> stage_weights(const DonorStore& store, const std::vector<GlobalId>& donors,
                              std::vector<std::int64_t>& begin);
 
-}  // namespace kotml::eval
+}  // namespace kotml::stage

@@ -8,15 +8,15 @@
 #include <cstdint>
 #include <string>
 
-#include "kotml/core/double_option.hpp"
+#include "double_option.hpp"
 #include "kotml/eval/pair_ot.hpp"
-#include "kotml/core/option_groups.hpp"
+#include "option_groups.hpp"
 
 namespace kotml::eval {
 
 inline void declare_metric_options(OptionGroups& groups) {
   namespace po = boost::program_options;
-  const OtSettings d;
+  const stage::OtSettings d;
   groups.input.add_options()
       ("model", po::value<std::string>()->default_value(""), "results.h5 of kotml train/train-test (its /A)");
   groups.model.add_options()
@@ -35,8 +35,8 @@ inline void declare_metric_options(OptionGroups& groups) {
        "largest donor pair n x m exact EMD takes on; larger pairs need Sinkhorn (--entropic-reg)");
 }
 
-inline OtSettings ot_settings_from(const boost::program_options::variables_map& vm) {
-  OtSettings s;
+inline stage::OtSettings ot_settings_from(const boost::program_options::variables_map& vm) {
+  stage::OtSettings s;
   s.entropic_reg = vm["entropic-reg"].as<double>();
   s.sinkhorn_max_iter = vm["sinkhorn-max-iter"].as<int>();
   s.sinkhorn_tol = vm["sinkhorn-tol"].as<double>();
