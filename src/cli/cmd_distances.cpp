@@ -70,7 +70,8 @@ Subcommand distances_subcommand() {
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
     settings.check_emd_size(cohort, donors);
     timers::timed("read", [&] { reader->hold(eval::distance_donors_to_hold(cohort, donors, comm.size(), comm.rank())); });
-    const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
+    const auto store = timers::timed(
+        "stage", [&] { return stage::DonorStore(reader->cohort_for_staging(), stage::DonorStore::take_points); });
     const auto d = timers::timed("distances", [&] { return eval::distance_matrix(store, metric, settings, donors, comm); });
     const auto config = learn::effective_config(vm, "distances", comm.size());
     timers::timed("mds and write", [&] {

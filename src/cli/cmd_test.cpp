@@ -78,17 +78,11 @@ Subcommand test_subcommand() {
       timers::timed("read", [&] {
         reader->hold(eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank()));
       });
-      const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
+      const auto store = timers::timed(
+          "stage", [&] { return stage::DonorStore(reader->cohort_for_staging(), stage::DonorStore::take_points); });
       const auto scores = timers::timed(
           "evaluate", [&] { return eval::score_split(cohort, store, metric, settings, split, protocol.knn_k, comm); });
-      eval::SplitRecord record;
-      record.split = s;
-      record.n_train = static_cast<std::int64_t>(split.train.size());
-      record.n_test = static_cast<std::int64_t>(split.test.size());
-      record.knn_acc = scores.knn_acc;
-      record.mi = scores.mi;
-      record.ari = scores.ari;
-      record.vi = scores.vi;
+      auto record = eval::split_record(s, split, scores);
       run.metrics.push_back(record);
       char line[160];
       std::snprintf(line, sizeof line, "split %d: knn_acc %.3f, mi %.3f, ari %.3f, vi %.3f\n", s, scores.knn_acc,

@@ -86,7 +86,8 @@ Subcommand train_subcommand() {
     options.validate(cohort.dim, cohort.n_donors(), cohort.n_classes());
     timers::timed("read", [&] { reader->hold(learn::donors_to_hold(cohort, donors, options, comm.size(), comm.rank())); });
     learn::prepare_output_dir(out, comm);
-    const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
+    const auto store = timers::timed(
+        "stage", [&] { return stage::DonorStore(reader->cohort_for_staging(), stage::DonorStore::take_points); });
     log::out() << data::describe(cohort);
     const auto result = learn::train(cohort, store, donors, options, comm);
 

@@ -34,29 +34,9 @@ inline data::CohortOptions cohort_options_or_builtin(const boost::program_option
   if (builtin.empty()) return data::cohort_options_from(vm);
   if (vm.count("input") && !vm["input"].as<std::string>().empty())
     throw Error::option("builtin", "give either --input or --builtin, not both");
-  data::CohortOptions o;
-  o.builtin = data::parse_builtin_cohort(builtin);
-  o.patient_col = vm["patient-col"].as<std::string>();
-  o.label_col = vm["label-col"].as<std::string>();
-  o.use_rep = vm["use-rep"].as<std::string>();
-  o.layer = vm["layer"].as<std::string>();
-  const std::string n_cells = vm["n-cells"].as<std::string>();
   // Built-in cohorts are small: every cell unless --n-cells is given.
-  if (vm["n-cells"].defaulted() || n_cells == "all") {
-    o.all_cells = true;
-  } else {
-    try {
-      std::size_t used = 0;
-      o.n_cells = std::stoll(n_cells, &used);
-      if (used != n_cells.size()) throw std::invalid_argument(n_cells);
-    } catch (const std::exception&) {
-      throw Error::option("n-cells", "must be a positive integer or 'all', got '" + n_cells + "'");
-    }
-  }
-  o.keep_small_donors = vm["keep-small-donors"].as<bool>();
-  o.group_by = vm["group-by"].as<std::string>();
-  o.normalize = vm["normalize"].as<bool>();
-  o.seed = vm["seed"].as<std::uint64_t>();
+  data::CohortOptions o = data::cohort_options_except_source(vm, true);
+  o.builtin = data::parse_builtin_cohort(builtin);
   o.validate();
   return o;
 }

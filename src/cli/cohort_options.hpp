@@ -51,18 +51,18 @@ inline void declare_cohort_options(OptionGroups& groups,
   if (positional) positional->add("input", 1);
 }
 
-/// Reads and validates the options declared above. Throws Error::option.
-inline CohortOptions cohort_options_from(const boost::program_options::variables_map& vm) {
+/// The options declared above but the source (--input or a built-in cohort),
+/// not yet validated. --n-cells left at its default means every cell when
+/// every_cell_by_default (the small built-in cohorts), else its default count.
+inline CohortOptions cohort_options_except_source(const boost::program_options::variables_map& vm,
+                                                  bool every_cell_by_default) {
   CohortOptions o;
-  if (!vm.count("input") || vm["input"].as<std::string>().empty())
-    throw Error::option("input", "an input .h5ad file is required");
-  o.input = vm["input"].as<std::string>();
   o.patient_col = vm["patient-col"].as<std::string>();
   o.label_col = vm["label-col"].as<std::string>();
   o.use_rep = vm["use-rep"].as<std::string>();
   o.layer = vm["layer"].as<std::string>();
   const std::string n_cells = vm["n-cells"].as<std::string>();
-  if (n_cells == "all") {
+  if (n_cells == "all" || (every_cell_by_default && vm["n-cells"].defaulted())) {
     o.all_cells = true;
   } else {
     std::size_t used = 0;
@@ -80,6 +80,16 @@ inline CohortOptions cohort_options_from(const boost::program_options::variables
   o.group_by = vm["group-by"].as<std::string>();
   o.normalize = vm["normalize"].as<bool>();
   o.seed = vm["seed"].as<std::uint64_t>();
+  return o;
+}
+
+/// Reads and validates the options declared above, an --input file required.
+/// Throws Error::option.
+inline CohortOptions cohort_options_from(const boost::program_options::variables_map& vm) {
+  if (!vm.count("input") || vm["input"].as<std::string>().empty())
+    throw Error::option("input", "an input .h5ad file is required");
+  CohortOptions o = cohort_options_except_source(vm, false);
+  o.input = vm["input"].as<std::string>();
   o.validate();
   return o;
 }

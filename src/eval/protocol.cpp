@@ -49,4 +49,16 @@ SplitScores score_split(const data::Cohort& cohort, const stage::DonorStore& sto
   return scores;
 }
 
+SplitRecord split_record(int index, const Split& split, const SplitScores& scores) {
+  SplitRecord record;
+  record.split = index;
+  record.n_train = static_cast<std::int64_t>(split.train.size());
+  record.n_test = static_cast<std::int64_t>(split.test.size());
+  record.knn_acc = scores.knn_acc;
+  record.mi = scores.mi;
+  record.ari = scores.ari;
+  record.vi = scores.vi;
+  return record;
+}
+
 }  // namespace kotml::eval

@@ -1,5 +1,9 @@
 #include "kotml/stage/donor_store.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -30,10 +34,23 @@ void share_pool(Target& target, const Source& source) {
   }
 }
 
+/// Returns the allocator's free pages to the system (glibc; elsewhere the
+/// allocator is left to itself).
+void give_back_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
-DonorStore::DonorStore(const data::Cohort& cohort)
-    : dim_(cohort.dim), identical_(cohort.identical_supports) {
+DonorStore::DonorStore(const data::Cohort& cohort) { fill(cohort, nullptr); }
+
+DonorStore::DonorStore(data::Cohort& cohort, TakePoints) { fill(cohort, &cohort); }
+
+void DonorStore::fill(const data::Cohort& cohort, data::Cohort* release_from) {
+  dim_ = cohort.dim;
+  identical_ = cohort.identical_supports;
   const auto n = static_cast<std::size_t>(cohort.n_donors());
   offset_.assign(n, -1);
   rows_.assign(n, 0);
@@ -51,14 +68,33 @@ DonorStore::DonorStore(const data::Cohort& cohort)
     }
   }
   if (identical_) total = static_cast<std::int64_t>(cohort.groups.size());
+  // glibc keeps freed blocks of a size it has seen freed before in its heap
+  // (its mmap threshold rises with them), so the released points would stay
+  // resident next to the pool: hand the free pages back every 64 MB.
+  std::size_t released = 0;
+  constexpr std::size_t trim_every = std::size_t(64) << 20;
   pool_ = Pool(no_init("kotml::eval::donor_pool"), static_cast<std::size_t>(total), static_cast<std::size_t>(dim_));
   if (identical_) {
     fill_rows(pool_, 0, cohort.shared_support.data(), total, dim_);
   } else {
-    for (std::size_t u = 0; u < n; ++u)
-      if (offset_[u] >= 0) fill_rows(pool_, offset_[u], cohort.donors[u].points.data(), rows_[u], dim_);
+    for (std::size_t u = 0; u < n; ++u) {
+      if (offset_[u] < 0) continue;
+      fill_rows(pool_, offset_[u], cohort.donors[u].points.data(), rows_[u], dim_);
+      // The pool was allocated without touching its pages: giving each donor's
+      // rows back as soon as they are copied keeps the points in memory once.
+      if (release_from) {
+        Kokkos::fence();
+        released += release_from->donors[u].points.size() * sizeof(PointScalar);
+        std::vector<PointScalar>().swap(release_from->donors[u].points);
+        if (released > trim_every) {
+          give_back_free_memory();
+          released = 0;
+        }
+      }
+    }
   }
   Kokkos::fence();
+  if (release_from) give_back_free_memory();
 }
 
 std::int64_t DonorStore::offset(GlobalId donor) const {

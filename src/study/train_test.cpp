@@ -58,7 +58,8 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
       reader.hold(sorted_union(learn::donors_to_hold(cohort, split.train, options.train, comm.size(), comm.rank()),
                                eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank())));
     });
-    const auto store = timers::timed("stage", [&] { return stage::DonorStore(cohort); });
+    const auto store = timers::timed(
+        "stage", [&] { return stage::DonorStore(reader.cohort_for_staging(), stage::DonorStore::take_points); });
     const auto trained = learn::train(cohort, store, split.train, split_options, comm);
 
     eval::GroundMetric metric;
@@ -68,14 +69,7 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
     const auto scores = timers::timed("evaluate", [&] {
       return eval::score_split(cohort, store, metric, options.train.ot, split, options.knn_k, comm);
     });
-    eval::SplitRecord record;
-    record.split = s;
-    record.n_train = static_cast<std::int64_t>(split.train.size());
-    record.n_test = static_cast<std::int64_t>(split.test.size());
-    record.knn_acc = scores.knn_acc;
-    record.mi = scores.mi;
-    record.ari = scores.ari;
-    record.vi = scores.vi;
+    auto record = eval::split_record(s, split, scores);
     record.epoch_time_s = trained.epoch_time_s;
     record.epoch_cpu_s = trained.epoch_cpu_s;
     std::vector<int> labels;

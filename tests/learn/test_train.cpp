@@ -388,3 +388,17 @@ TEST(LearnQuality, ScrnaPlantedGenesRankAmongTopGenes) {
   for (double g : simulated.uns_array("planted_genes").values) found += top.count(static_cast<std::int64_t>(g));
   EXPECT_EQ(found, sim.n_planted_genes) << "planted genes among the top " << 2 * sim.n_planted_genes;
 }
+
+TEST(DonorStore, TakingThePointsHoldsThemOnceAndStagesTheSameRows) {
+  auto cohort = random_cohort(2, 7, 3, 5, self());
+  const stage::DonorStore copied(cohort);
+  const stage::DonorStore taken(cohort, stage::DonorStore::take_points);
+  ASSERT_EQ(copied.pool().extent(0), taken.pool().extent(0));
+  for (std::size_t i = 0; i < copied.pool().extent(0); ++i)
+    for (std::size_t f = 0; f < copied.pool().extent(1); ++f) EXPECT_EQ(copied.pool()(i, f), taken.pool()(i, f));
+  for (const auto& donor : cohort.donors) {
+    EXPECT_FALSE(donor.loaded()) << donor.id << " still holds its points";
+    EXPECT_TRUE(taken.has(donor.index));
+    EXPECT_EQ(taken.offset(donor.index), copied.offset(donor.index));
+  }
+}

@@ -22,6 +22,9 @@ class CohortReader {
   CohortReader(const CohortOptions& options, const dist::Comm& comm);
 
   const Cohort& cohort() const { return cohort_; }
+  /// The cohort, for a store that takes its points
+  /// (stage::DonorStore::take_points); hold() reads them again when asked.
+  Cohort& cohort_for_staging() { return cohort_; }
 
   /// Collective: afterwards this rank holds the points of exactly `which`
   /// (cohort indices): missing donors are read, the others released.

@@ -36,4 +36,8 @@ std::vector<GlobalId> split_donors(const Split& split);
 SplitScores score_split(const data::Cohort& cohort, const stage::DonorStore& store, const GroundMetric& metric,
                         const stage::OtSettings& settings, const Split& split, int knn_k, const dist::Comm& comm);
 
+/// The split's row of metrics.csv: its sizes and scores (the training fields
+/// are left for a caller that trained).
+SplitRecord split_record(int index, const Split& split, const SplitScores& scores);
+
 }  // namespace kotml::eval

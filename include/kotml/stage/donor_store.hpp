@@ -40,6 +40,12 @@ class DonorStore {
   /// Copies the points of every loaded donor of the cohort (once). Donors not
   /// loaded on this rank get no rows; asking for them is an internal error.
   explicit DonorStore(const data::Cohort& cohort);
+  /// The same, but each donor's points leave the cohort as they enter the
+  /// store (the cohort then reports them not loaded), so a rank holds its
+  /// points once instead of twice.
+  struct TakePoints {};
+  static constexpr TakePoints take_points{};
+  DonorStore(data::Cohort& cohort, TakePoints);
 
   std::int64_t dim() const { return dim_; }
   std::int64_t n_donors() const { return static_cast<std::int64_t>(offset_.size()); }
@@ -54,6 +60,8 @@ class DonorStore {
   const Pool& pool() const { return pool_; }
 
  private:
+  void fill(const data::Cohort& cohort, data::Cohort* release_from);
+
   std::int64_t dim_ = 0;
   bool identical_ = false;
   std::vector<std::int64_t> offset_;  // -1 for donors without points on this rank
