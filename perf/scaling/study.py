@@ -39,7 +39,7 @@ ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"
 
 # Each command: the unit its size counts, and the kotml arguments of one run
 # (inputs come from make_inputs; OUT is the run's own folder or file stem).
-UNITS = {"train": "donors", "train-batches": "donors", "distances": "donors", "map": "cells",
+UNITS = {"train": "donors", "train-batches": "donors", "train-test": "donors", "distances": "donors", "map": "cells",
          "apsp": "nodes", "gw": "points", "ot": "points"}
 
 
@@ -84,11 +84,16 @@ def point_file(path, n, dims, spiral_pair):
 def kotml_arguments(args, kotml, size, inputs, run):
     """The kotml command line of one run of `size` units, and where its timers go."""
     timers = run.with_suffix(".timers.json")
-    if args.command in ("train", "train-batches", "distances"):
+    if args.command in ("train", "train-batches", "train-test", "distances"):
         cohort = simulate_cohort(kotml, inputs / f"cohort_{size}.h5ad", size, args.cells_per_donor, 1)
         if args.command == "distances":
             return ["distances", str(cohort), "--metric", "euclidean", "--n-cells", "all", "-o",
                     str(run.with_suffix(".h5")), "--timers", str(timers)], timers
+        if args.command == "train-test":
+            # study::train_test, the library call behind the CLI: one split,
+            # its training and its evaluation.
+            return ["train-test", str(cohort), "--n-cells", "all", "--epochs", str(args.epochs), "--stop-thr", "0",
+                    "--n-comps", "5", "--n-splits", "1", "--out", str(run)], run / "timers.json"
         mode = ["--mode", "batches", "--batch-size", "8"] if args.command == "train-batches" else []
         return ["train", str(cohort), "--n-cells", "all", "--epochs", str(args.epochs), "--stop-thr", "0",
                 "--n-comps", "5", *mode, "--out", str(run)], run / "timers.json"

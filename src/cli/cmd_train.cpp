@@ -84,12 +84,9 @@ Subcommand train_subcommand() {
     for (GlobalId u = 0; u < cohort.n_donors(); ++u) donors.push_back(u);
     options.fit_to_features(cohort.dim);
     options.validate(cohort.dim, cohort.n_donors(), cohort.n_classes());
-    timers::timed("read", [&] { reader->hold(learn::donors_to_hold(cohort, donors, options, comm.size(), comm.rank())); });
     learn::prepare_output_dir(out, comm);
-    const auto store = timers::timed(
-        "stage", [&] { return stage::DonorStore(reader->cohort_for_staging(), stage::DonorStore::take_points); });
     log::out() << data::describe(cohort);
-    const auto result = learn::train(cohort, store, donors, options, comm);
+    const auto result = learn::train(*reader, donors, options, comm);
 
     const auto& last = result.history.back();
     log::out() << "trained " << result.epochs_run << " epoch(s)" << (result.converged ? " (converged)" : "")

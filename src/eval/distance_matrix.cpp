@@ -3,20 +3,9 @@
 #include <algorithm>
 
 #include "kotml/core/error.hpp"
-#include "kotml/dist/pair_placement.hpp"
+#include "kotml/stage/donor_placement.hpp"
 
 namespace kotml::eval {
-
-namespace {
-
-dist::PairPlacement placement_of(const std::vector<std::int64_t>& rows_by_donor, const std::vector<GlobalId>& donors,
-                                 int n_ranks) {
-  std::vector<std::int64_t> sizes;
-  for (auto u : donors) sizes.push_back(rows_by_donor[static_cast<std::size_t>(u)]);
-  return dist::PairPlacement(sizes, n_ranks, false);
-}
-
-}  // namespace
 
 std::vector<GlobalId> distance_donors_to_hold(const data::Cohort& cohort, const std::vector<GlobalId>& donors,
                                               int n_ranks, int rank) {
@@ -25,27 +14,20 @@ std::vector<GlobalId> distance_donors_to_hold(const data::Cohort& cohort, const 
     std::sort(all.begin(), all.end());
     return all;
   }
-  std::vector<std::int64_t> rows;
-  for (const auto& donor : cohort.donors) rows.push_back(donor.n_points);
-  std::vector<GlobalId> held;
-  for (auto i : placement_of(rows, donors, n_ranks).held_by(rank)) held.push_back(donors[static_cast<std::size_t>(i)]);
-  std::sort(held.begin(), held.end());
-  return held;
+  return stage::DonorPlacement(cohort, donors, false, n_ranks).held_by(rank);
 }
 
 HostMatrix<double> distance_matrix(const stage::DonorStore& store, const GroundMetric& metric,
                                    const stage::OtSettings& settings, const std::vector<GlobalId>& donors,
                                    const dist::Comm& comm) {
   const std::size_t n = donors.size();
-  std::vector<std::int64_t> rows;
-  for (GlobalId u = 0; u < store.n_donors(); ++u) rows.push_back(store.rows(u));
-  const auto placement = placement_of(rows, donors, comm.size());
+  const stage::DonorPlacement placement(store, donors, false, comm.size());
   std::vector<std::pair<GlobalId, GlobalId>> mine;
   std::vector<std::int64_t> mine_ids;
   std::size_t id = 0;
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = i + 1; j < n; ++j, ++id)
-      if (placement.owner(static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)) == comm.rank()) {
+      if (placement.owner(donors[i], donors[j]) == comm.rank()) {
         if (!store.has(donors[i]) || !store.has(donors[j]))
           throw InternalError("distances: a donor of pair (" + std::to_string(donors[i]) + ", " +
                               std::to_string(donors[j]) + ") is not loaded on rank " + std::to_string(comm.rank()));

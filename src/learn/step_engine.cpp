@@ -48,47 +48,6 @@ ot::Cost ground_cost(const TrainOptions& options) {
 
 }  // namespace
 
-// ------------------------------------------------------------ PairOwners
-
-PairOwners::PairOwners(const std::vector<std::int64_t>& rows_by_donor, const std::vector<GlobalId>& donors,
-                       bool with_self, int ranks)
-    : donors_(donors),
-      placement_(
-          [&] {
-            std::vector<std::int64_t> sizes;
-            for (auto u : donors) sizes.push_back(rows_by_donor[static_cast<std::size_t>(u)]);
-            return sizes;
-          }(),
-          ranks, with_self) {
-  position_.assign(rows_by_donor.size(), -1);
-  for (std::size_t i = 0; i < donors.size(); ++i) position_[static_cast<std::size_t>(donors[i])] = static_cast<std::int64_t>(i);
-}
-
-std::vector<GlobalId> PairOwners::held_by(int rank) const {
-  std::vector<GlobalId> held;
-  for (auto i : placement_.held_by(rank)) held.push_back(donors_[static_cast<std::size_t>(i)]);
-  std::sort(held.begin(), held.end());
-  return held;
-}
-
-std::int64_t PairOwners::position(GlobalId a) const {
-  const auto p = position_[static_cast<std::size_t>(a)];
-  if (p < 0) throw InternalError("training: donor " + std::to_string(a) + " is not a training donor");
-  return p;
-}
-
-std::vector<std::int64_t> rows_by_donor(const data::Cohort& cohort) {
-  std::vector<std::int64_t> rows;
-  for (const auto& donor : cohort.donors) rows.push_back(donor.n_points);
-  return rows;
-}
-
-std::vector<std::int64_t> rows_by_donor(const stage::DonorStore& store) {
-  std::vector<std::int64_t> rows;
-  for (GlobalId u = 0; u < store.n_donors(); ++u) rows.push_back(store.rows(u));
-  return rows;
-}
-
 // ------------------------------------------------------------ one step
 
 StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet& triplets, const MetricMatrix& a,
@@ -150,7 +109,7 @@ StepPlan StepEngine::plan_pairs(const std::vector<GlobalId>& batch, const Triple
   // This rank's share of the final Σ_u H_uᵀ X_u: the batch positions of the
   // donors whose home it is (in group-by mode the shared support is one term,
   // taken by rank 0).
-  if (store_.identical_supports()) {
+  if (store_->identical_supports()) {
     if (comm.is_root()) plan.mapped.push_back(0);
   } else {
     for (std::size_t b = 0; b < batch.size(); ++b)
@@ -171,7 +130,7 @@ ProjectedPairs StepEngine::stage_and_project(const StepPlan& plan, const MetricM
   // (EMD always on double).
   out.single = !options_.ot.exact() && options_.ot.sinkhorn_float;
   comm.phase([&] {
-    stage_.stage(store_, plan.staged);
+    stage_.stage(*store_, plan.staged);
     if (out.single) {
       out.projected_float = stage::project_clouds<float>(stage_, plan.cloud_donors, a_device);
       out.layout = ot::BatchLayout::of(out.projected_float.clouds, plan.problems);
@@ -334,12 +293,12 @@ PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& b
                                                   std::int64_t k, const dist::Comm& comm) const {
   PointGradients out;
   out.first.assign(batch.size(), 0);
-  if (store_.identical_supports()) {
-    out.rows = static_cast<std::int64_t>(store_.pool().extent(0));
+  if (store_->identical_supports()) {
+    out.rows = static_cast<std::int64_t>(store_->pool().extent(0));
   } else {
     for (std::size_t b = 0; b < batch.size(); ++b) {
       out.first[b] = out.rows;
-      out.rows += store_.rows(batch[b]);
+      out.rows += store_->rows(batch[b]);
     }
   }
   const auto& layout = pairs.layout;
@@ -373,8 +332,8 @@ std::vector<double> StepEngine::metric_gradient(const std::vector<GlobalId>& bat
     Matrix<double> grad_block(no_init("kotml::learn::donor_gradient"), static_cast<std::size_t>(k), static_cast<std::size_t>(d));
     for (auto b : plan.mapped) {
       const GlobalId donor = batch[static_cast<std::size_t>(b)];
-      const std::int64_t rows = store_.identical_supports() ? h.rows : store_.rows(donor);
-      const std::int64_t first = store_.identical_supports() ? 0 : h.first[static_cast<std::size_t>(b)];
+      const std::int64_t rows = store_->identical_supports() ? h.rows : store_->rows(donor);
+      const std::int64_t first = store_->identical_supports() ? 0 : h.first[static_cast<std::size_t>(b)];
       if (rows == 0) continue;
       HostMatrix<double> h_host("kotml::learn::h_block", static_cast<std::size_t>(rows), static_cast<std::size_t>(k));
       std::copy(h.h.begin() + first * k, h.h.begin() + (first + rows) * k, h_host.data());

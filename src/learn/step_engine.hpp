@@ -28,9 +28,9 @@
 #include "kotml/core/types.hpp"
 #include "kotml/data/cohort.hpp"
 #include "kotml/dist/comm.hpp"
-#include "kotml/dist/pair_placement.hpp"
 #include "kotml/stage/donor_store.hpp"
 #include "kotml/stage/ot_settings.hpp"
+#include "kotml/stage/donor_placement.hpp"
 #include "kotml/stage/projection.hpp"
 #include "kotml/learn/loss.hpp"
 #include "kotml/learn/metric.hpp"
@@ -41,30 +41,10 @@
 
 namespace kotml::learn::detail {
 
-/// Owner rank of every unordered pair of training donors, fixed for the whole
-/// run, by the 2-D block placement of dist::PairPlacement (so a pair's
-/// warm-start state lives on the rank that will solve it again, and a rank
-/// needs only the donors of its pairs), and the rank that maps each donor's
-/// gradient.
-class PairOwners {
- public:
-  /// rows_by_donor: points of every cohort donor; donors: the training donors.
-  PairOwners(const std::vector<std::int64_t>& rows_by_donor, const std::vector<GlobalId>& donors, bool with_self,
-             int ranks);
-  int owner(GlobalId a, GlobalId b) const { return placement_.owner(position(a), position(b)); }
-  int home(GlobalId a) const { return placement_.home(position(a)); }
-  /// The donors (cohort indices) `rank` holds, increasing.
-  std::vector<GlobalId> held_by(int rank) const;
-
- private:
-  std::int64_t position(GlobalId a) const;
-  std::vector<GlobalId> donors_;
-  dist::PairPlacement placement_;
-  std::vector<std::int64_t> position_;
-};
-
-std::vector<std::int64_t> rows_by_donor(const data::Cohort& cohort);
-std::vector<std::int64_t> rows_by_donor(const stage::DonorStore& store);
+/// Training's placement of donor pairs on ranks (stage::DonorPlacement over the
+/// training donors, with self pairs under Sinkhorn), fixed for the run so that a
+/// pair's warm-start state lives on the rank that solves it again.
+using PairOwners = stage::DonorPlacement;
 
 struct StepResult {
   double loss = 0.0;
@@ -111,7 +91,10 @@ struct PointGradients {
 /// `comm` (the world in mode pairs, this rank alone in mode batches).
 class StepEngine {
  public:
-  StepEngine(const stage::DonorStore& store, const TrainOptions& options) : store_(store), options_(options) {}
+  StepEngine(const stage::DonorStore& store, const TrainOptions& options) : store_(&store), options_(options) {}
+  /// Later steps read their points from this store (mode batches that stage
+  /// each step's batch alone).
+  void use_store(const stage::DonorStore& store) { store_ = &store; }
 
   /// fixed_epsilon > 0 replaces the batch's relative ε (gradient checks hold ε
   /// fixed, as the gradient treats it: GGML-OT detaches the mean-cost scale).
@@ -154,7 +137,7 @@ class StepEngine {
                                       const PointGradients& h, std::int64_t k, std::int64_t d,
                                       const dist::Comm& comm) const;
 
-  const stage::DonorStore& store_;
+  const stage::DonorStore* store_;
   const TrainOptions& options_;
   stage::BatchStage stage_;
   WarmStarts<std::int32_t> bases_;

@@ -204,8 +204,10 @@ void report_placement(const data::Cohort& cohort, const std::vector<GlobalId>& t
 /// step engine's warm starts), one method per phase.
 class TrainingRun {
  public:
+  /// reader: given in mode batches, each step reads the donors of this rank's
+  /// batch through it and stages them alone (`store` then starts empty).
   TrainingRun(const data::Cohort& cohort, const stage::DonorStore& store, const std::vector<GlobalId>& train_donors,
-              const TrainOptions& options, const dist::Comm& comm)
+              const TrainOptions& options, const dist::Comm& comm, data::CohortReader* reader = nullptr)
       : cohort_(cohort),
         train_donors_(train_donors),
         options_(options),
@@ -213,7 +215,8 @@ class TrainingRun {
         labels_(labels_of(cohort, train_donors)),
         fingerprint_(full_fingerprint(options, cohort, train_donors, comm.size())),
         adam_(options.adam, static_cast<std::size_t>(options.n_comps * cohort.dim)),
-        engine_(store, options) {
+        engine_(store, options),
+        reader_(reader) {
     const auto k = options.n_comps, d = cohort.dim;
     if (options.initial_a.size() > 0) {
       result_.a = MetricMatrix("metric_A", static_cast<std::size_t>(k), static_cast<std::size_t>(d));
@@ -225,9 +228,10 @@ class TrainingRun {
     adam_.set_lr(options.adam.lr * lr_factor(options, comm.size()));
     if (options.mode == DistributionMode::pairs)
       timers::timed("pair owners",
-                    [&] { owners_.emplace(detail::rows_by_donor(store), train_donors, !options.ot.exact(), comm.size()); });
-    report_placement(cohort, train_donors, donors_to_hold(cohort, train_donors, options, comm.size(), comm.rank()),
-                     store, comm);
+                    [&] { owners_.emplace(store, train_donors, !options.ot.exact(), comm.size()); });
+    if (!reader_)
+      report_placement(cohort, train_donors, donors_to_hold(cohort, train_donors, options, comm.size(), comm.rank()),
+                       store, comm);
   }
 
   TrainResult run() {
@@ -342,9 +346,11 @@ class TrainingRun {
                                          std::int64_t epoch) {
     const auto k = options_.n_comps, d = cohort_.dim;
     const std::int64_t mine = first + comm_.rank();
+    const bool have_batch = mine < static_cast<std::int64_t>(batches.size());
+    if (reader_) stage_own_batch(have_batch ? batch_donors(batches, mine) : std::vector<GlobalId>{});
     StepResult local;
     bool valid = false;
-    if (mine < static_cast<std::int64_t>(batches.size())) {
+    if (have_batch) {
       const auto batch = batch_donors(batches, mine);
       const auto triplets = make_triplets(labels_of(cohort_, batch), options_, epoch - 1, mine);
       if (triplets.size() > 0) {
@@ -384,6 +390,18 @@ class TrainingRun {
     step.triplets = comm_.sum(local.triplets);
     step.active = comm_.sum(local.active);
     return step;
+  }
+
+  /// Phases "read" and "stage" of a streamed step (collective): this rank
+  /// holds exactly the donors of its batch, staged alone.
+  void stage_own_batch(std::vector<GlobalId> batch) {
+    std::sort(batch.begin(), batch.end());
+    batch_store_.reset();  // the last batch's points go before this one's come
+    timers::timed("read", [&] { reader_->hold(batch); });
+    timers::timed("stage", [&] {
+      batch_store_.emplace(reader_->cohort_for_staging(), stage::DonorStore::take_points);
+      engine_.use_store(*batch_store_);
+    });
   }
 
   /// Phase "optimiser step": checks, the regulariser's gradient and one Adam
@@ -447,6 +465,8 @@ class TrainingRun {
   const std::string fingerprint_;
   Adam adam_;
   StepEngine engine_;
+  data::CohortReader* reader_;
+  std::optional<stage::DonorStore> batch_store_;  // streamed mode batches: this step's batch
   std::optional<PairOwners> owners_;
   MetricMatrix a_before_step_;
   TrainResult result_;
@@ -465,7 +485,7 @@ std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vect
     std::sort(all.begin(), all.end());
     return all;
   }
-  const PairOwners owners(detail::rows_by_donor(cohort), train_donors, !options.ot.exact(), ranks);
+  const PairOwners owners(cohort, train_donors, !options.ot.exact(), ranks);
   return owners.held_by(rank);
 }
 
@@ -481,12 +501,30 @@ TrainResult train(const data::Cohort& cohort, const stage::DonorStore& store,
   return TrainingRun(cohort, store, train_donors, options, comm).run();
 }
 
+TrainResult train(data::CohortReader& reader, const std::vector<GlobalId>& train_donors, const TrainOptions& options,
+                  const dist::Comm& comm) {
+  const auto& cohort = reader.cohort();
+  const auto labels = labels_of(cohort, train_donors);
+  const std::int64_t n_classes = static_cast<std::int64_t>(std::set<int>(labels.begin(), labels.end()).size());
+  options.validate(cohort.dim, static_cast<std::int64_t>(train_donors.size()), n_classes);
+  options.ot.check_emd_size(cohort, train_donors);
+  if (options.mode == DistributionMode::pairs || cohort.identical_supports) {
+    timers::timed("read", [&] { reader.hold(donors_to_hold(cohort, train_donors, options, comm.size(), comm.rank())); });
+    const auto store = timers::timed(
+        "stage", [&] { return stage::DonorStore(reader.cohort_for_staging(), stage::DonorStore::take_points); });
+    return TrainingRun(cohort, store, train_donors, options, comm).run();
+  }
+  timers::timed("read", [&] { reader.hold({}); });
+  const stage::DonorStore nothing_yet(cohort);
+  return TrainingRun(cohort, nothing_yet, train_donors, options, comm, &reader).run();
+}
+
 double triplet_loss(const data::Cohort& cohort, const stage::DonorStore& store, const std::vector<GlobalId>& donors,
                     const MetricMatrix& a, const TrainOptions& options, const dist::Comm& comm) {
   const auto triplets = all_triplets(labels_of(cohort, donors));
   if (triplets.size() == 0) return 0.0;
   StepEngine engine(store, options);
-  const PairOwners owners(detail::rows_by_donor(store), donors, !options.ot.exact(), comm.size());
+  const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
   return engine.run(donors, triplets, a, comm, &owners, false).loss;
 }
 
@@ -495,7 +533,7 @@ double loss_and_gradient(const data::Cohort& cohort, const stage::DonorStore& st
                          const dist::Comm& comm, std::vector<double>& grad, double* epsilon) {
   const auto triplets = make_triplets(labels_of(cohort, donors), options, 0, 0);
   StepEngine engine(store, options);
-  const PairOwners owners(detail::rows_by_donor(store), donors, !options.ot.exact(), comm.size());
+  const PairOwners owners(store, donors, !options.ot.exact(), comm.size());
   auto step = engine.run(donors, triplets, a, comm, &owners, true, epsilon ? *epsilon : 0.0);
   if (epsilon) *epsilon = step.epsilon;
   grad = step.grad;

@@ -4,6 +4,8 @@
 
 #include <map>
 
+// KOTML_DEVICE_PASS: the kernel keeps a portable loop for device compilers.
+#include "kotml/core/math.hpp"
 #include "projection_host.hpp"
 
 namespace kotml::stage {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iterator>
 
 #include <Kokkos_Core.hpp>
 
@@ -23,12 +22,6 @@ std::string split_progress_text(int split, int n_splits, double seconds_so_far) 
   std::string text = "split " + std::to_string(split + 1) + "/" + std::to_string(n_splits);
   if (split > 0) text += " (ETA " + log::clock_text(seconds_so_far / split * (n_splits - split)) + ")";
   return text;
-}
-
-std::vector<GlobalId> sorted_union(const std::vector<GlobalId>& a, const std::vector<GlobalId>& b) {
-  std::vector<GlobalId> both;
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-  return both;
 }
 
 }  // namespace
@@ -54,13 +47,13 @@ TrainTestResult train_test(data::CohortReader& reader, const std::vector<eval::S
       if (options.restart && std::filesystem::exists(split_options.checkpoint_path))
         split_options.restart_from = split_options.checkpoint_path;
     }
+    const auto trained = learn::train(reader, split.train, split_options, comm);
+    // Then this rank holds the donors of its evaluation pairs only.
     timers::timed("read", [&] {
-      reader.hold(sorted_union(learn::donors_to_hold(cohort, split.train, options.train, comm.size(), comm.rank()),
-                               eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank())));
+      reader.hold(eval::distance_donors_to_hold(cohort, eval::split_donors(split), comm.size(), comm.rank()));
     });
     const auto store = timers::timed(
         "stage", [&] { return stage::DonorStore(reader.cohort_for_staging(), stage::DonorStore::take_points); });
-    const auto trained = learn::train(cohort, store, split.train, split_options, comm);
 
     eval::GroundMetric metric;
     metric.kind = eval::GroundMetric::Kind::learned;

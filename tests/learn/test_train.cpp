@@ -18,6 +18,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/data/cell_source.hpp"
 #include "kotml/data/cohort.hpp"
+#include "kotml/data/cohort_reader.hpp"
 #include "kotml/data/simulate.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/stage/donor_store.hpp"
@@ -400,5 +401,31 @@ TEST(DonorStore, TakingThePointsHoldsThemOnceAndStagesTheSameRows) {
     EXPECT_FALSE(donor.loaded()) << donor.id << " still holds its points";
     EXPECT_TRUE(taken.has(donor.index));
     EXPECT_EQ(taken.offset(donor.index), copied.offset(donor.index));
+  }
+}
+
+// train() through a reader holds only what this rank needs: its pairs' donors
+// (mode pairs), or one batch at a time (mode batches, streamed); both give the
+// bits of training on a store that holds every donor.
+TEST(LearnTrain, ReadingOnlyTheNeededDonorsGivesTheSameMetric) {
+  data::CohortOptions cohort_options;
+  cohort_options.builtin = data::BuiltinCohort::toy2d;
+  cohort_options.n_cells = 40;
+  for (const auto mode : {learn::DistributionMode::pairs, learn::DistributionMode::batches}) {
+    learn::TrainOptions options;
+    options.n_comps = 2;
+    options.epochs = 2;
+    options.batch_size = 6;
+    options.stop_thr = 0.0;
+    options.mode = mode;
+    data::CohortReader whole(cohort_options, world());
+    whole.hold_all();
+    const stage::DonorStore store(whole.cohort());
+    const auto donors = all_donors(whole.cohort());
+    const auto expected = learn::train(whole.cohort(), store, donors, options, world());
+    data::CohortReader reader(cohort_options, world());
+    const auto streamed = learn::train(reader, donors, options, world());
+    EXPECT_TRUE(same_bits(expected.a, streamed.a)) << learn::to_string(mode) << " on " << world().size() << " ranks";
+    for (const auto& donor : reader.cohort().donors) EXPECT_TRUE(donor.points.empty()) << donor.id;
   }
 }

@@ -38,6 +38,7 @@
 
 #include "kotml/core/types.hpp"
 #include "kotml/data/cohort.hpp"
+#include "kotml/data/cohort_reader.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/stage/donor_store.hpp"
 #include "kotml/stage/ot_settings.hpp"
@@ -117,9 +118,10 @@ struct TrainResult {
 };
 
 /// The training donors (cohort indices, increasing) whose points rank `rank` of
-/// `ranks` needs: in mode pairs, the donors of the pairs it owns under the 2-D
-/// block placement (dist::PairPlacement), about 2N/√P of N; in mode batches
-/// and in group-by mode, every training donor.
+/// `ranks` needs for the whole run: in mode pairs, the donors of the pairs it
+/// owns under the 2-D block placement (dist::PairPlacement), about 2N/√P of N;
+/// in mode batches and in group-by mode, every training donor (train() with a
+/// reader streams mode batches instead).
 std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vector<GlobalId>& train_donors,
                                      const TrainOptions& options, int ranks, int rank);
 
@@ -129,6 +131,14 @@ std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vect
 /// trouble) are printed on rank 0.
 TrainResult train(const data::Cohort& cohort, const stage::DonorStore& store,
                   const std::vector<GlobalId>& train_donors, const TrainOptions& options,
+                  const dist::Comm& comm);
+
+/// Collective. The same, reading through the reader only the points this rank
+/// needs: in mode pairs its donors_to_hold, once; in mode batches (not group-by)
+/// the donors of the batch it trains on at each step, the others released, so a
+/// rank holds one batch's donors at a time. The reader's cohort holds no points
+/// afterwards (the store took them).
+TrainResult train(data::CohortReader& reader, const std::vector<GlobalId>& train_donors, const TrainOptions& options,
                   const dist::Comm& comm);
 
 /// Collective. The triplet loss (all triplets, no regulariser) of A on the given

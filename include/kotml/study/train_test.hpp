@@ -5,9 +5,10 @@
 // ARI, VI, and the triplet loss among the test donors). `kotml train-test` and
 // the scaling driver run it.
 //
-// Per split, each rank holds the donors of its training pairs and of its
-// evaluation pairs (learn::donors_to_hold ∪ eval::distance_donors_to_hold)
-// and releases the others, so memory follows the placement, not the cohort.
+// Per split, each rank holds the donors its training needs (learn::train with
+// the reader: its pairs' donors, or one batch at a time in mode batches), then
+// those of its evaluation pairs (eval::distance_donors_to_hold), releasing the
+// others, so memory follows the placement, not the cohort.
 // Split s checkpoints to <stem>_split<s><ext> of the checkpoint path, and a
 // restart continues every split that has one.
 
