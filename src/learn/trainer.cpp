@@ -474,6 +474,15 @@ class TrainingRun {
   std::int64_t skipped_ = 0;
 };
 
+/// The user errors a run can have before it starts: options, donors and
+/// classes, and pairs too large for exact EMD.
+void check_run(const data::Cohort& cohort, const std::vector<GlobalId>& train_donors, const TrainOptions& options) {
+  const auto labels = labels_of(cohort, train_donors);
+  const std::int64_t n_classes = static_cast<std::int64_t>(std::set<int>(labels.begin(), labels.end()).size());
+  options.validate(cohort.dim, static_cast<std::int64_t>(train_donors.size()), n_classes);
+  options.ot.check_emd_size(cohort, train_donors);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ placement
@@ -494,20 +503,14 @@ std::vector<GlobalId> donors_to_hold(const data::Cohort& cohort, const std::vect
 TrainResult train(const data::Cohort& cohort, const stage::DonorStore& store,
                   const std::vector<GlobalId>& train_donors, const TrainOptions& options,
                   const dist::Comm& comm) {
-  const auto labels = labels_of(cohort, train_donors);
-  const std::int64_t n_classes = static_cast<std::int64_t>(std::set<int>(labels.begin(), labels.end()).size());
-  options.validate(cohort.dim, static_cast<std::int64_t>(train_donors.size()), n_classes);
-  options.ot.check_emd_size(cohort, train_donors);
+  check_run(cohort, train_donors, options);
   return TrainingRun(cohort, store, train_donors, options, comm).run();
 }
 
 TrainResult train(data::CohortReader& reader, const std::vector<GlobalId>& train_donors, const TrainOptions& options,
                   const dist::Comm& comm) {
   const auto& cohort = reader.cohort();
-  const auto labels = labels_of(cohort, train_donors);
-  const std::int64_t n_classes = static_cast<std::int64_t>(std::set<int>(labels.begin(), labels.end()).size());
-  options.validate(cohort.dim, static_cast<std::int64_t>(train_donors.size()), n_classes);
-  options.ot.check_emd_size(cohort, train_donors);
+  check_run(cohort, train_donors, options);
   if (options.mode == DistributionMode::pairs || cohort.identical_supports) {
     timers::timed("read", [&] { reader.hold(donors_to_hold(cohort, train_donors, options, comm.size(), comm.rank())); });
     const auto store = timers::timed(
