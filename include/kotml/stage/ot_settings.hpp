@@ -24,8 +24,8 @@ struct OtSettings {
   std::int64_t emd_max_iter = 10'000'000;
   /// Largest donor pair (n·m cost entries) exact EMD takes on: a network
   /// simplex needs about 9 bytes per entry and time growing faster than n·m
-  /// (about 0.25 s at 2000 × 2000, 4 s at 5000 × 5000 on one core). Larger
-  /// pairs are refused up front with a hint to use Sinkhorn.
+  /// (0.25 s at 2000 × 2000 on one core, perf/RESULTS.md). Larger pairs are
+  /// refused up front with a hint to use Sinkhorn.
   std::int64_t emd_max_entries = 25'000'000;
   std::size_t workspace_bytes = std::size_t(1) << 30;
   /// Sinkhorn on single-precision projected points (GGML-OT's float32, and about
