@@ -1,9 +1,10 @@
-// Log-domain Sinkhorn timings and the machine's roofline for its kernel.
+// Sinkhorn timings in both domains and the machine's roofline for their kernels.
 //
-//   BM_SinkhornBatch<T>/iters   64 problems of 250×250 (clouds of d = 50,
+//   BM_SinkhornBatch<T>/iters/domain   64 problems of 250×250 (clouds of d = 50,
 //                               Euclidean cost, ε = 0.5 × mean cost), exactly
-//                               `iters` iterations (tol = 0)
-//   BM_SinkhornDense<T>/iters   one 5000×5000 problem on a precomputed cost
+//                               `iters` iterations (tol = 0); domain 0 = log,
+//                               1 = scaling (SinkhornDomain)
+//   BM_SinkhornDense<T>/iters/domain   one 5000×5000 problem on a precomputed cost
 //   BM_ExpThroughput<T>/level   fast_exp over an L1-resident array on every
 //                               Kokkos thread at one host SIMD level (0
 //                               baseline, 1 x86-64-v3, 2 x86-64-v4): the
@@ -48,6 +49,10 @@ std::vector<double> points(const std::string& dataset, std::int64_t rows, std::u
   return v;
 }
 
+ot::SinkhornDomain domain_of(std::int64_t arg) {
+  return arg == 0 ? ot::SinkhornDomain::log : ot::SinkhornDomain::scaling;
+}
+
 template <class T>
 void BM_SinkhornBatch(benchmark::State& state) {
   constexpr std::int64_t problems = 64, n = 250;
@@ -63,6 +68,7 @@ void BM_SinkhornBatch(benchmark::State& state) {
   o.relative_epsilon = true;
   o.tol = 0;
   o.max_iter = static_cast<int>(state.range(0));
+  o.domain = domain_of(state.range(1));
   double checksum = 0;
   for (auto _ : state) {
     const auto r = ot::sinkhorn<T>(batch, pairs, ot::Cost::euclidean, o);
@@ -73,8 +79,8 @@ void BM_SinkhornBatch(benchmark::State& state) {
   state.counters["iterations"] = static_cast<double>(o.max_iter);
   state.counters["threads"] = Kokkos::DefaultExecutionSpace().concurrency();
 }
-BENCHMARK_TEMPLATE(BM_SinkhornBatch, float)->Arg(10)->Arg(60)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(BM_SinkhornBatch, double)->Arg(10)->Arg(60)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SinkhornBatch, float)->ArgsProduct({{10, 60}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SinkhornBatch, double)->ArgsProduct({{10, 60}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 template <class T>
 void BM_SinkhornDense(benchmark::State& state) {
@@ -102,6 +108,7 @@ void BM_SinkhornDense(benchmark::State& state) {
   o.relative_epsilon = true;
   o.tol = 0;
   o.max_iter = static_cast<int>(state.range(0));
+  o.domain = domain_of(state.range(1));
   ot::DenseSinkhorn<T> solver;
   double checksum = 0;
   for (auto _ : state) {
@@ -113,8 +120,8 @@ void BM_SinkhornDense(benchmark::State& state) {
   state.counters["iterations"] = static_cast<double>(o.max_iter);
   state.counters["threads"] = Kokkos::DefaultExecutionSpace().concurrency();
 }
-BENCHMARK_TEMPLATE(BM_SinkhornDense, float)->Arg(2)->Arg(12)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(BM_SinkhornDense, double)->Arg(2)->Arg(12)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SinkhornDense, float)->ArgsProduct({{2, 12}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SinkhornDense, double)->ArgsProduct({{2, 12}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The exp rate is measured with the same SIMD levels the Sinkhorn row kernels
 // are built for (lse_host.cpp), on the host threads.

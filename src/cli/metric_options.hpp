@@ -28,6 +28,8 @@ inline void declare_metric_options(OptionGroups& groups) {
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × each pair's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.sinkhorn_max_iter), "Sinkhorn iterations at most")
       ("sinkhorn-tol", kotml::double_option(d.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("sinkhorn-domain", po::value<std::string>()->default_value("auto"),
+       "Sinkhorn formulation: auto (scaling domain where exp(-C/epsilon) is representable, else log), log or scaling")
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair")
@@ -43,6 +45,7 @@ inline stage::OtSettings ot_settings_from(const boost::program_options::variable
   s.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
   s.emd_max_entries = vm["emd-max-entries"].as<std::int64_t>();
   s.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
+  s.sinkhorn_domain = ot::parse_sinkhorn_domain(vm["sinkhorn-domain"].as<std::string>());
   s.validate();
   return s;
 }

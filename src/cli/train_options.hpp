@@ -41,6 +41,8 @@ inline void declare_train_options(OptionGroups& groups) {
        "0: exact EMD; > 0: Sinkhorn with epsilon = this × the batch's mean cost")
       ("sinkhorn-max-iter", po::value<int>()->default_value(d.ot.sinkhorn_max_iter), "Sinkhorn iterations at most")
       ("sinkhorn-tol", kotml::double_option(d.ot.sinkhorn_tol), "Sinkhorn marginal-error tolerance")
+      ("sinkhorn-domain", po::value<std::string>()->default_value("auto"),
+       "Sinkhorn formulation: auto (scaling domain where exp(-C/epsilon) is representable, else log), log or scaling")
       ("sinkhorn-double", po::bool_switch(),
        "Sinkhorn on double-precision projected points (default: single precision, as GGML-OT's float32)")
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.ot.emd_max_iter), "network-simplex pivots at most per pair")
@@ -80,6 +82,7 @@ inline TrainOptions train_options_from(const boost::program_options::variables_m
   o.ot.emd_max_iter = vm["emd-max-iter"].as<std::int64_t>();
   o.ot.emd_max_entries = vm["emd-max-entries"].as<std::int64_t>();
   o.ot.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
+  o.ot.sinkhorn_domain = ot::parse_sinkhorn_domain(vm["sinkhorn-domain"].as<std::string>());
   o.triplets = parse_triplet_mode(vm["triplets"].as<std::string>());
   o.t = vm["t"].as<int>();
   o.mode = parse_distribution_mode(vm["mode"].as<std::string>());

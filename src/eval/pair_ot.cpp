@@ -40,6 +40,7 @@ std::vector<double> solve_chunk(const ot::CloudBatch<T>& clouds, const std::vect
   options.relative_epsilon = true;
   options.max_iter = settings.sinkhorn_max_iter;
   options.tol = settings.sinkhorn_tol;
+  options.domain = settings.sinkhorn_domain;
   options.workspace_bytes = settings.workspace_bytes;
   for (std::size_t u = 0; u < pairs.size(); ++u) {
     const auto result = ot::sinkhorn(clouds, std::vector<ot::Pair>{pairs[u]}, cost, options);

@@ -235,6 +235,7 @@ void StepEngine::solve_sinkhorn(const StepPlan& plan, const ot::CloudBatch<T>& c
   sk.relative_epsilon = false;
   sk.max_iter = options_.ot.sinkhorn_max_iter;
   sk.tol = options_.ot.sinkhorn_tol;
+  sk.domain = options_.ot.sinkhorn_domain;
   sk.workspace_bytes = options_.ot.workspace_bytes;
   sk.point_gradients = want_gradient;
   // Each pair starts from its potentials of the previous solve (zeros: cold);

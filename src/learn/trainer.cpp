@@ -89,6 +89,7 @@ std::string TrainOptions::fingerprint() const {
     << ";batch_size=" << batch_size << ";stop_thr=" << stop_thr << ";squared=" << squared
     << ";entropic_reg=" << ot.entropic_reg << ";sinkhorn_max_iter=" << ot.sinkhorn_max_iter
     << ";sinkhorn_tol=" << ot.sinkhorn_tol << ";sinkhorn_float=" << ot.sinkhorn_float
+    << ";sinkhorn_domain=" << ot::to_string(ot.sinkhorn_domain)
     << ";emd_max_iter=" << ot.emd_max_iter
     << ";triplets=" << to_string(triplets) << ";t=" << t << ";mode=" << to_string(mode)
     << ";lr_scaling=" << to_string(lr_scaling) << ";warm_start=" << warm_start << ";seed=" << seed;

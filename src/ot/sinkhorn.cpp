@@ -10,6 +10,20 @@
 
 namespace kotml::ot {
 
+const char* to_string(SinkhornDomain domain) {
+  switch (domain) {
+    case SinkhornDomain::log: return "log";
+    case SinkhornDomain::scaling: return "scaling";
+    default: return "auto";
+  }
+}
+
+SinkhornDomain parse_sinkhorn_domain(const std::string& text, const char* option) {
+  for (const SinkhornDomain d : {SinkhornDomain::automatic, SinkhornDomain::log, SinkhornDomain::scaling})
+    if (text == to_string(d)) return d;
+  throw Error::option(option, "must be auto, log or scaling, got '" + text + "'");
+}
+
 void SinkhornOptions::validate() const {
   if (!(epsilon > 0) || !std::isfinite(epsilon))
     throw Error::option("epsilon", "must be positive and finite, got " + std::to_string(epsilon));
@@ -37,6 +51,7 @@ SinkhornSummary SinkhornBatchResult<T>::summary(std::int64_t u) const {
   s.marginal_error = pick(marginal_error);
   s.iterations = pick(iterations);
   s.status = static_cast<SolveStatus>(pick(status));
+  s.scaling_domain = pick(scaling_domain) != 0;
   s.epsilon = epsilon;
   return s;
 }
@@ -48,9 +63,10 @@ std::vector<SinkhornSummary> SinkhornBatchResult<T>::summaries() const {
   auto e = Kokkos::create_mirror_view_and_copy(HostSpace(), marginal_error);
   auto it = Kokkos::create_mirror_view_and_copy(HostSpace(), iterations);
   auto st = Kokkos::create_mirror_view_and_copy(HostSpace(), status);
+  auto sd = Kokkos::create_mirror_view_and_copy(HostSpace(), scaling_domain);
   std::vector<SinkhornSummary> all(c.extent(0));
   for (std::size_t u = 0; u < all.size(); ++u)
-    all[u] = {c(u), o(u), e(u), epsilon, it(u), static_cast<SolveStatus>(st(u))};
+    all[u] = {c(u), o(u), e(u), epsilon, it(u), static_cast<SolveStatus>(st(u)), sd(u) != 0};
   return all;
 }
 
@@ -105,28 +121,6 @@ struct CostLines {
 #endif
           if (sums.extent(0) > 0) Kokkos::single(Kokkos::PerThread(team), [&]() { sums(line_begin(slot) + i) = total; });
         });
-  }
-};
-
-/// Cᵀ from C, slot by slot: line j of the transposed cost gathers column j.
-template <class T>
-struct TransposeLines {
-  BlockList blocks;  // column blocks
-  Vector<const T> cost;
-  Vector<T> cost_t;
-  Vector<const std::int64_t> cost_offset, rows, cols;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const LineMember& team) const {
-    const std::int64_t slot = blocks(team.league_rank(), 0);
-    const std::int64_t n = rows(slot), m = cols(slot);
-    const std::int64_t first = blocks(team.league_rank(), 1), last = blocks(team.league_rank(), 2);
-    const T* c = cost.data() + cost_offset(slot);
-    T* ct = cost_t.data() + cost_offset(slot);
-    // Row by row through C, so each row's block of columns is read once.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const std::int64_t i) {
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last),
-                           [&](const std::int64_t j) { ct[j * n + i] = c[i * m + j]; });
-    });
   }
 };
 
@@ -287,14 +281,10 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     }
     slots.upload();
     auto row_blocks = detail::make_blocks(slots, members, true);
-    auto col_blocks = detail::make_blocks(slots, members, false);
     Kokkos::parallel_for("kotml::ot::sinkhorn_costs", detail::line_policy(row_blocks.extent(0)),
                          CostLines<T>{row_blocks, cost_buffer, slots.d_cost_offset, slots.d_row_begin, slots.d_cols,
                                       slots.d_source_point, slots.d_target_point, clouds.points(), points_t, norms,
                                       sums_pending ? state.row_cost : Vector<double>(), cost});
-    Kokkos::parallel_for("kotml::ot::sinkhorn_costs_t", detail::line_policy(col_blocks.extent(0)),
-                         TransposeLines<T>{col_blocks, cost_buffer, cost_t_buffer, slots.d_cost_offset,
-                                           slots.d_rows, slots.d_cols});
     if (sums_pending) {
       epsilon = relative_epsilon();
       sums_pending = false;
@@ -313,6 +303,7 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
   result.marginal_error = out.marginal_error;
   result.iterations = out.iterations;
   result.status = out.status;
+  result.scaling_domain = out.scaling_domain;
   result.f = state.f;
   result.g = state.g;
   return result;
@@ -374,20 +365,6 @@ struct DenseWeights {
   }
 };
 
-template <class T>
-void transpose_into(const Matrix<const T>& C, const Vector<T>& out) {
-  const auto n = static_cast<std::int64_t>(C.extent(0));
-  const auto m = static_cast<std::int64_t>(C.extent(1));
-  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>;
-  // 64 × 64 blocks keep a host transpose in cache; a GPU block holds at most
-  // 1024 threads, so on a device Kokkos picks the tile.
-  Policy policy = Kokkos::SpaceAccessibility<ExecSpace, HostSpace>::accessible ? Policy({0, 0}, {m, n}, {64, 64})
-                                                                                : Policy({0, 0}, {m, n});
-  Kokkos::parallel_for(
-      "kotml::ot::transpose_cost", policy,
-      KOKKOS_LAMBDA(const std::int64_t j, const std::int64_t i) { out(j * n + i) = C(i, j); });
-}
-
 /// Checks one side's weights on the host: finite, ≥ 0, positive sum.
 void check_marginal(const Vector<const double>& w, std::int64_t expected, const char* name) {
   if (static_cast<std::int64_t>(w.extent(0)) != expected)
@@ -424,7 +401,6 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
 
   if (static_cast<std::int64_t>(cost_t_.extent(0)) != n * m)
     cost_t_ = Vector<T>(no_init("kotml::ot::dense_cost_t"), n * m);
-  transpose_into(C, cost_t_);
 
   double epsilon = options.epsilon;
   if (options.relative_epsilon) {
@@ -473,6 +449,7 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
   s.marginal_error = pick_d(out.marginal_error);
   s.iterations = pick_i(out.iterations);
   s.status = static_cast<SolveStatus>(pick_i(out.status));
+  s.scaling_domain = pick_i(out.scaling_domain) != 0;
   s.epsilon = epsilon;
   return s;
 }

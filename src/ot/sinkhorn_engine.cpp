@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <type_traits>
 
 namespace kotml::ot::detail {
@@ -94,6 +95,7 @@ void SinkhornOutputs::allocate(std::int64_t problems) {
   marginal_error = Vector<double>("kotml::ot::sinkhorn_marginal_error", problems);
   iterations = Vector<std::int32_t>("kotml::ot::sinkhorn_iterations", problems);
   status = Vector<std::int32_t>("kotml::ot::sinkhorn_status", problems);
+  scaling_domain = Vector<std::int32_t>("kotml::ot::sinkhorn_scaling_domain", problems);
 }
 
 // ------------------------------------------------------------------- kernels
@@ -427,14 +429,6 @@ struct Finalize {
 
 namespace {
 
-/// Per-slot iteration counts and statuses, filled by the iteration phases.
-struct SlotProgress {
-  std::vector<std::int32_t> iterations, status;
-  explicit SlotProgress(std::int64_t slots)
-      : iterations(static_cast<std::size_t>(slots), 0),
-        status(static_cast<std::size_t>(slots), static_cast<std::int32_t>(SolveStatus::max_iter)) {}
-};
-
 template <class T>
 struct Sides {
   SideArrays<T> rows, cols;
@@ -531,14 +525,19 @@ void iterate_in_blocks(const SinkhornProblem<T>& p, const Sides<T>& sides, Sinkh
 void record_progress(const SlotTable& slots, const SlotProgress& progress, SinkhornOutputs& out) {
   auto iter_host = Kokkos::create_mirror_view(out.iterations);
   auto status_host = Kokkos::create_mirror_view(out.status);
+  auto domain_host = Kokkos::create_mirror_view(out.scaling_domain);
   Kokkos::deep_copy(iter_host, out.iterations);
   Kokkos::deep_copy(status_host, out.status);
+  Kokkos::deep_copy(domain_host, out.scaling_domain);
   for (std::int64_t s = 0; s < slots.count(); ++s) {
-    iter_host(slots.problem[static_cast<std::size_t>(s)]) = progress.iterations[static_cast<std::size_t>(s)];
-    status_host(slots.problem[static_cast<std::size_t>(s)]) = progress.status[static_cast<std::size_t>(s)];
+    const auto k = static_cast<std::size_t>(s);
+    iter_host(slots.problem[k]) = progress.iterations[k];
+    status_host(slots.problem[k]) = progress.status[k];
+    domain_host(slots.problem[k]) = progress.scaling[k];
   }
   Kokkos::deep_copy(out.iterations, iter_host);
   Kokkos::deep_copy(out.status, status_host);
+  Kokkos::deep_copy(out.scaling_domain, domain_host);
 }
 
 /// Cost, objective, marginal error and status of the returned state, and the
@@ -600,14 +599,24 @@ void run_sinkhorn(const SinkhornProblem<T>& p, SinkhornState<T>& state, Sinkhorn
                        Rescale<T>{col_blocks, slots.d_col_begin, state.g, state.log_b, state.gb,
                                   static_cast<T>(1.0 / p.epsilon)});
 
+  SlotProgress progress(n_slots);
+  const std::vector<std::int64_t> scaling = choose_scaling(p, state, every);
+  std::vector<std::int64_t> in_log;
+  std::set_difference(every.begin(), every.end(), scaling.begin(), scaling.end(), std::back_inserter(in_log));
+  transpose_slots<T>(slots, in_log, p.cost, p.cost_t);
+  const std::vector<std::int64_t> failed = iterate_scaling(p, state, scaling, progress);
+  if (!failed.empty()) {
+    in_log.insert(in_log.end(), failed.begin(), failed.end());
+    std::sort(in_log.begin(), in_log.end());
+  }
+
   std::vector<std::int64_t> in_team, in_blocks;
-  for (std::int64_t s = 0; s < n_slots; ++s) {
+  for (const std::int64_t s : in_log) {
     const auto bytes = static_cast<std::size_t>(2 * slots.rows[static_cast<std::size_t>(s)] *
                                                 slots.cols[static_cast<std::size_t>(s)]) * sizeof(T);
     (bytes <= p.options.team_solve_bytes ? in_team : in_blocks).push_back(s);
   }
   const Sides<T> sides = sides_of(p, state);
-  SlotProgress progress(n_slots);
   iterate_in_teams(p, sides, state, in_team, progress);
   iterate_in_blocks(p, sides, state, std::move(in_blocks), progress);
   record_progress(slots, progress, out);

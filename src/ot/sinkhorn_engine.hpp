@@ -69,7 +69,7 @@ struct SinkhornState {
 /// Per-problem outputs (indexed by problem id).
 struct SinkhornOutputs {
   Vector<double> cost, objective, marginal_error;
-  Vector<std::int32_t> iterations, status;
+  Vector<std::int32_t> iterations, status, scaling_domain;
   void allocate(std::int64_t problems);
 };
 
@@ -93,18 +93,49 @@ struct GradientOutput {
   bool wanted() const { return points.extent(0) > 0; }
 };
 
-/// One run of the engine: the slots, their stored costs and transposed costs
-/// (at the slots' cost offsets), the options and the absolute ε, and what to
-/// produce beyond the per-problem scalars.
+/// One run of the engine: the slots, their stored costs and the space for their
+/// transposed costs (both at the slots' cost offsets), the options and the
+/// absolute ε, and what to produce beyond the per-problem scalars. The engine
+/// fills the transposed-cost space: with Cᵀ for a log-domain slot before it
+/// iterates; a scaling-domain slot keeps its kernel K̃ (n×m, row-major) there
+/// while it iterates and writes Cᵀ there before the evaluation.
 template <class T>
 struct SinkhornProblem {
   const SlotTable& slots;
-  Vector<const T> cost, cost_t;
+  Vector<const T> cost;
+  Vector<T> cost_t;
   const SinkhornOptions& options;
   double epsilon;
   PlanOutput<T> plan;
   GradientOutput<T> gradients;
 };
+
+/// cost_t ← Cᵀ for the listed slots (line j of a slot gathers column j).
+template <class T>
+void transpose_slots(const SlotTable& slots, const std::vector<std::int64_t>& which, const Vector<const T>& cost,
+                     const Vector<T>& cost_t);
+
+/// Per-slot iteration counts and statuses, filled by the iteration phases.
+struct SlotProgress {
+  std::vector<std::int32_t> iterations, status;
+  std::vector<char> scaling;  // 1: the scaling domain gave the slot's result
+  explicit SlotProgress(std::int64_t slots);
+};
+
+/// The slots (of `candidates`) that the scaling domain takes: all of them when
+/// forced, otherwise those whose initial kernel is representable. Sets f to the
+/// row shifts f̄_i = min_j (C_ij − g_j) of the chosen slots.
+template <class T>
+std::vector<std::int64_t> choose_scaling(const SinkhornProblem<T>& problem, SinkhornState<T>& state,
+                                         const std::vector<std::int64_t>& candidates);
+
+/// Scaling-domain iterations on the listed slots (sinkhorn_scaling.cpp), from
+/// g and the row shifts in f. On return f, g, fa and gb hold the potentials
+/// and cost_t holds Cᵀ again for these slots. Returns the slots that failed
+/// (non-finite error): their g is the last absorbed one, for the log domain.
+template <class T>
+std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& problem, SinkhornState<T>& state,
+                                          const std::vector<std::int64_t>& which, SlotProgress& progress);
 
 /// Runs the iterations on every slot from the potentials in `state` (f is not
 /// needed; g is), then evaluates cost, objective, marginal error and status

@@ -174,6 +174,17 @@ TEST(Cli, NonFiniteNumbersAreRefusedWhereTheDefaultIsFinite) {
   EXPECT_NE(prep.err.find("missing.h5ad"), std::string::npos) << prep.err;
 }
 
+TEST(Cli, UnknownSinkhornDomainIsOneLineExitTwo) {
+  for (const auto& [command, out] : std::vector<std::pair<std::string, std::string>>{
+           {"train", "--out"}, {"train-test", "--out"}, {"distances", "-o"}}) {
+    const auto r = run_kotml({command, "--builtin", "toy2d", "--entropic-reg", "0.1", "--sinkhorn-domain", "linear",
+                              out, "never-written"});
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("--sinkhorn-domain: must be auto, log or scaling, got 'linear'"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, NoArgumentsPrintsHelpAndFails) {
   const auto r = run_kotml({});
   EXPECT_EQ(r.exit_code, 2);

@@ -21,6 +21,7 @@
 #include "gw/gw_simd_host.hpp"
 #include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/lse.hpp"
+#include "kotml/ot/sinkhorn.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
 #include "ot/cost_rows.hpp"
 #include "ot/simplex_pricing.hpp"
@@ -180,6 +181,45 @@ TEST(SimdLevels, CostRowsAndGradientsHaveTheBaselineBits) {
                                     [kind] { return cost_rows_of<float>(kind, 70); });
     expect_same_bits_at_every_level(std::string("cost rows (double) ") + ot::cost_name(kind),
                                     [kind] { return cost_rows_of<double>(kind, 71); });
+  }
+}
+
+/// Whole batch solves in one Sinkhorn domain: potentials, costs and point
+/// gradients (the scaling domain's dot products, column sums, kernel rows and
+/// row ranges all run at the level under test).
+template <class T>
+Outputs batch_solves(ot::SinkhornDomain domain, std::uint64_t seed) {
+  constexpr int dim = 3;
+  std::vector<std::vector<T>> clouds;
+  for (const std::size_t n : {37u, 64u, 5u, 129u}) clouds.push_back(uniform<T>(n * dim, -1, 1, seed++));
+  const auto batch = ot::make_cloud_batch<T>(clouds, dim);
+  ot::SinkhornOptions o;
+  o.domain = domain;
+  o.epsilon = 0.2;
+  o.relative_epsilon = true;
+  o.tau_b = 0.9;
+  o.tol = 1e-6;
+  o.max_iter = 500;
+  o.point_gradients = true;
+  const auto r = ot::sinkhorn<T>(batch, {{0, 1}, {2, 3}, {3, 1}, {1, 1}}, ot::Cost::sqeuclidean, o);
+  Outputs out;
+  for (const auto& s : r.summaries()) out.insert(out.end(), {s.cost, s.objective, double(s.iterations)});
+  auto f = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), r.f);
+  auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), r.g);
+  auto grad = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), r.source_gradient);
+  for (std::size_t i = 0; i < f.extent(0); ++i) out.push_back(static_cast<double>(f(i)));
+  for (std::size_t j = 0; j < g.extent(0); ++j) out.push_back(static_cast<double>(g(j)));
+  for (std::size_t i = 0; i < grad.extent(0); ++i)
+    for (std::size_t k = 0; k < grad.extent(1); ++k) out.push_back(grad(i, k));
+  return out;
+}
+TEST(SimdLevels, BatchSinkhornSolvesHaveTheBaselineBitsInBothDomains) {
+  for (const auto domain : {ot::SinkhornDomain::scaling, ot::SinkhornDomain::log}) {
+    const std::string name = ot::to_string(domain);
+    expect_same_bits_at_every_level("batch Sinkhorn (float, " + name + ")",
+                                    [domain] { return batch_solves<float>(domain, 90); });
+    expect_same_bits_at_every_level("batch Sinkhorn (double, " + name + ")",
+                                    [domain] { return batch_solves<double>(domain, 91); });
   }
 }
 

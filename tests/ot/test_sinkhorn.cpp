@@ -1,4 +1,4 @@
-// Log-domain Sinkhorn: values against POT, invariants (marginals, plan and
+// Sinkhorn in the log and the scaling domain: values against POT, invariants (marginals, plan and
 // potentials agree), gradients against finite differences, batched results equal
 // to one-at-a-time results bit for bit, warm starts, degenerate inputs.
 
@@ -35,13 +35,19 @@ SinkhornOptions options_for(const Case& c, double tol) {
   return o;
 }
 
+const char* name_of(SinkhornDomain d) {
+  return d == SinkhornDomain::log ? "log" : d == SinkhornDomain::scaling ? "scaling" : "automatic";
+}
+
 template <class T>
 void check_against_pot(double tol, double cost_tol, double marginal_tol, double epsilon_tol) {
-  for (const Case& c : test::load_cases("sinkhorn")) {
-    SCOPED_TRACE(c.name);
+  for (const Case& c : test::load_cases("sinkhorn"))
+   for (const SinkhornDomain domain : {SinkhornDomain::log, SinkhornDomain::scaling}) {
+    SCOPED_TRACE(c.name + " " + name_of(domain));
     auto clouds = test::batch_of<T>(c);
     SinkhornOptions o = options_for(c, tol);
     o.keep_plan = true;
+    o.domain = domain;
     auto r = sinkhorn<T>(clouds, {{0, 1}}, c.cost, o);
     const SinkhornSummary s = r.summary(0);
     EXPECT_EQ(s.status, SolveStatus::optimal);
@@ -158,9 +164,11 @@ struct RandomBatch {
 };
 
 template <class T>
-void check_batched_equals_single(Cost cost, double tau) {
+void check_batched_equals_single(Cost cost, double tau, SinkhornDomain domain) {
+  SCOPED_TRACE(name_of(domain));
   RandomBatch rb;
   SinkhornOptions o;
+  o.domain = domain;
   o.epsilon = 0.3;
   o.tau_a = o.tau_b = tau;
   o.tol = std::is_same<T, float>::value ? 1e-5 : 1e-11;
@@ -206,10 +214,131 @@ void check_batched_equals_single(Cost cost, double tau) {
 }
 
 TEST(Sinkhorn, BatchedEqualsOneAtATimeBitwise) {
-  check_batched_equals_single<double>(Cost::euclidean, 1.0);
-  check_batched_equals_single<double>(Cost::sqeuclidean, 0.7);
-  check_batched_equals_single<float>(Cost::sqeuclidean, 1.0);
-  check_batched_equals_single<float>(Cost::cosine, 1.0);
+  for (const SinkhornDomain domain : {SinkhornDomain::log, SinkhornDomain::scaling}) {
+    check_batched_equals_single<double>(Cost::euclidean, 1.0, domain);
+    check_batched_equals_single<double>(Cost::sqeuclidean, 0.7, domain);
+    check_batched_equals_single<float>(Cost::sqeuclidean, 1.0, domain);
+    check_batched_equals_single<float>(Cost::cosine, 1.0, domain);
+  }
+}
+
+// The two formulations run the same iteration. After the same number of
+// iterations (no stopping) they hold the same potentials and point gradients to
+// rounding; run to the tolerance, both converge to the same cost and objective.
+// ε spans problems whose scalings stay near 1 to ones that must be absorbed
+// many times (span/ε near the float limit).
+template <class T>
+void check_domains_agree(Cost cost, double tau, double relative_epsilon, double tol, double potential_tol) {
+  SCOPED_TRACE(std::string(std::is_same<T, float>::value ? "float" : "double") + " tau " + std::to_string(tau) +
+               " eps " + std::to_string(relative_epsilon));
+  RandomBatch rb;
+  auto clouds = rb.clouds<T>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.epsilon = relative_epsilon;
+  o.relative_epsilon = true;
+  o.tau_a = o.tau_b = tau;
+  o.point_gradients = true;
+  auto run = [&](SinkhornDomain domain, double stop, int iterations) {
+    SinkhornOptions d = o;
+    d.domain = domain;
+    d.tol = stop;
+    d.max_iter = iterations;
+    return sinkhorn<T>(clouds, rb.pairs, cost, d);
+  };
+  {
+    SCOPED_TRACE("fixed iterations");
+    auto log = run(SinkhornDomain::log, 0, 200), scaled = run(SinkhornDomain::scaling, 0, 200);
+    auto ls = log.summaries(), ss = scaled.summaries();
+    auto lf = to_host(log.f), sf = to_host(scaled.f), lg = to_host(log.g), sg = to_host(scaled.g);
+    auto lgrad = to_host(log.source_gradient), sgrad = to_host(scaled.source_gradient);
+    for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
+      SCOPED_TRACE("pair " + std::to_string(u));
+      EXPECT_TRUE(ss[u].scaling_domain);
+      EXPECT_FALSE(ls[u].scaling_domain);
+      EXPECT_EQ(ss[u].iterations, 200);
+      EXPECT_LE(relative_error(ss[u].cost, ls[u].cost), potential_tol);
+      const auto row = static_cast<std::int64_t>(log.layout.row_offset[u]);
+      const auto col = static_cast<std::int64_t>(log.layout.col_offset[u]);
+      const double scale = log.epsilon;
+      for (std::int64_t i = 0; i < log.layout.rows(static_cast<std::int64_t>(u)); ++i) {
+        EXPECT_NEAR(sf(row + i), lf(row + i), potential_tol * (scale + std::fabs(lf(row + i)))) << "f " << i;
+        for (int k = 0; k < rb.dim; ++k)
+          EXPECT_NEAR(sgrad(row + i, k), lgrad(row + i, k), 10 * potential_tol * (1 + std::fabs(lgrad(row + i, k))));
+      }
+      for (std::int64_t j = 0; j < log.layout.cols(static_cast<std::int64_t>(u)); ++j)
+        EXPECT_NEAR(sg(col + j), lg(col + j), potential_tol * (scale + std::fabs(lg(col + j)))) << "g " << j;
+    }
+  }
+  {
+    SCOPED_TRACE("to the tolerance");
+    auto ls = run(SinkhornDomain::log, tol, 1000000).summaries();
+    auto ss = run(SinkhornDomain::scaling, tol, 1000000).summaries();
+    for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
+      SCOPED_TRACE("pair " + std::to_string(u));
+      EXPECT_EQ(ls[u].status, SolveStatus::optimal);
+      EXPECT_EQ(ss[u].status, SolveStatus::optimal);
+      EXPECT_LT(ss[u].marginal_error, 2 * tol);
+      EXPECT_LE(std::abs(ss[u].iterations - ls[u].iterations), 2 * o.check_every);
+      EXPECT_LE(relative_error(ss[u].cost, ls[u].cost), 100 * tol);
+      EXPECT_LE(relative_error(ss[u].objective, ls[u].objective), 100 * tol);
+    }
+  }
+}
+
+TEST(Sinkhorn, ScalingAndLogDomainsReachTheSamePotentials) {
+  for (const double eps : {1.0, 0.1, 0.03}) {
+    check_domains_agree<double>(Cost::sqeuclidean, 1.0, eps, 1e-8, 1e-9);
+    check_domains_agree<double>(Cost::euclidean, 0.8, eps, 1e-8, 1e-9);
+    check_domains_agree<float>(Cost::sqeuclidean, 1.0, eps, 1e-5, 1e-4);
+    check_domains_agree<float>(Cost::euclidean, 0.8, eps, 1e-5, 1e-4);
+  }
+}
+
+// The automatic choice: the scaling domain where the initial kernel is
+// representable (ε large against the spread of the costs), the log domain
+// otherwise; both give the answer.
+TEST(Sinkhorn, AutomaticDomainFollowsTheSpreadOfTheCosts) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<float>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.relative_epsilon = true;
+  o.tol = 1e-5;
+  o.max_iter = 200000;
+  o.epsilon = 0.5;
+  for (const auto& s : sinkhorn<float>(clouds, rb.pairs, Cost::sqeuclidean, o).summaries()) {
+    EXPECT_TRUE(s.scaling_domain);
+    EXPECT_EQ(s.status, SolveStatus::optimal);
+  }
+  o.epsilon = 1e-3;  // costs span thousands of ε: exp(−C/ε) underflows
+  for (const auto& s : sinkhorn<float>(clouds, rb.pairs, Cost::sqeuclidean, o).summaries()) {
+    EXPECT_FALSE(s.scaling_domain);
+    EXPECT_EQ(s.status, SolveStatus::optimal);
+  }
+}
+
+// Forced onto a problem whose kernel underflows, the scaling domain fails and
+// the log domain solves the problem from the last absorbed potentials.
+TEST(Sinkhorn, ForcedScalingDomainFallsBackToTheLogDomain) {
+  RandomBatch rb;
+  auto clouds = rb.clouds<float>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.relative_epsilon = true;
+  o.epsilon = 2e-4;
+  o.tol = 1e-5;
+  o.max_iter = 200000;
+  o.domain = SinkhornDomain::log;
+  auto log = sinkhorn<float>(clouds, rb.pairs, Cost::sqeuclidean, o).summaries();
+  o.domain = SinkhornDomain::scaling;
+  auto forced = sinkhorn<float>(clouds, rb.pairs, Cost::sqeuclidean, o).summaries();
+  int fell_back = 0;
+  for (std::size_t u = 0; u < log.size(); ++u) {
+    SCOPED_TRACE("pair " + std::to_string(u));
+    ASSERT_EQ(log[u].status, SolveStatus::optimal);
+    ASSERT_EQ(forced[u].status, SolveStatus::optimal);
+    fell_back += forced[u].scaling_domain ? 0 : 1;
+    EXPECT_LE(relative_error(forced[u].cost, log[u].cost), 1e-3);
+  }
+  EXPECT_GT(fell_back, 0);
 }
 
 TEST(Sinkhorn, RelativeEpsilonIsAFractionOfTheBatchMeanCost) {

@@ -45,6 +45,30 @@
 // Note this is the gradient of the objective, not of <P,C> alone (which also
 // moves with P); the two agree as ε → 0.
 //
+// Two formulations of the same iteration (SinkhornDomain):
+//  * log domain, as above: one exp per cost entry and half-step;
+//  * stabilised scaling domain (Schmitzer 2019, "Stabilized sparse scaling
+//    algorithms for entropy regularized transport problems"; POT's
+//    sinkhorn_stabilized): with absorbed potentials (f̄, ḡ) the kernel
+//      K̃_ij = exp((f̄_i + ḡ_j − C_ij)/ε)
+//    is stored once, and the potentials are f = f̄ + ε log u, g = ḡ + ε log v
+//    with scalings u, v. The f-update becomes s = K̃ (b∘v),
+//      u_i = s_i^(−τ_a) exp(−(1−τ_a) f̄_i/ε)     (u = 1/s when balanced),
+//    and the g-update likewise with K̃ᵀ(a∘u). Each row of K̃ is read once per
+//    iteration: its dot product gives u_i, and the same row, still in cache,
+//    is added into the column sums Σ_i a_i u_i K̃_ij. No exp is taken in the
+//    iterations. When a scaling leaves [2^−Θ, 2^Θ] (checked every check_every
+//    iterations) it is absorbed into (f̄, ḡ) and K̃ is recomputed from C.
+//    The error and the stopping rule are the log domain's, computed from the
+//    same quantities (r_i(f) = a_i u_i s_i), so both reach the same potentials
+//    to within the tolerance. `automatic` takes the scaling domain for a
+//    problem when no entry of its initial K̃ can underflow:
+//      max_i (max_j − min_j)(C_ij − ḡ_j) ≤ ε·L,  L = 60 (float), 600 (double),
+//    with f̄_i = min_j (C_ij − ḡ_j) so that each row's largest entry is 1;
+//    otherwise, and for small ε, the log domain. A scaling-domain problem whose
+//    error turns non-finite is solved again in the log domain from its last
+//    absorbed potentials.
+//
 // Determinism: each row's log-sum-exp is a fixed sequence of operations, and row
 // contributions are summed in row order, so a problem's results do not depend
 // on the thread count, the backend's team sizes, or the rest of the batch
@@ -54,6 +78,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kotml/core/types.hpp"
@@ -61,6 +86,13 @@
 #include "kotml/ot/cost.hpp"
 
 namespace kotml::ot {
+
+/// Which formulation iterates (see the header comment).
+enum class SinkhornDomain { automatic, log, scaling };
+
+/// "auto", "log", "scaling"; parsing throws Error::option(option, ...) otherwise.
+const char* to_string(SinkhornDomain domain);
+SinkhornDomain parse_sinkhorn_domain(const std::string& text, const char* option = "sinkhorn-domain");
 
 struct SinkhornOptions {
   /// ε > 0: absolute, or a fraction of the batch's mean cost (relative_epsilon),
@@ -89,6 +121,10 @@ struct SinkhornOptions {
   /// whole solve); larger ones row block by row block across all teams. Both
   /// paths compute the same bits; this only moves work around.
   std::size_t team_solve_bytes = std::size_t(2) << 20;
+  /// The formulation: automatic picks the scaling domain per problem where its
+  /// kernel is representable. `scaling` forces it (a problem whose kernel is not
+  /// representable is still solved, in the log domain, after it fails).
+  SinkhornDomain domain = SinkhornDomain::automatic;
 
   /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1],
   /// max_iter < 1, tol < 0, check_every < 1.
@@ -104,6 +140,7 @@ struct SinkhornSummary {
   double epsilon = 0;         // absolute ε used
   std::int32_t iterations = 0;
   SolveStatus status = SolveStatus::optimal;
+  bool scaling_domain = false;  // the result came from the scaling domain
 };
 
 /// Warm start for the batch solver: potentials in the layout of the batch's
@@ -126,6 +163,7 @@ struct SinkhornBatchResult {
   Vector<double> marginal_error;
   Vector<std::int32_t> iterations;
   Vector<std::int32_t> status;  // SolveStatus values
+  Vector<std::int32_t> scaling_domain;  // 1 where the scaling domain gave the result
   // Potentials, laid out by `layout`.
   Vector<T> f;
   Vector<T> g;

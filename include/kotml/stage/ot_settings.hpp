@@ -11,6 +11,7 @@
 #include "kotml/core/types.hpp"
 #include "kotml/data/cohort.hpp"
 #include "kotml/ot/batch.hpp"
+#include "kotml/ot/sinkhorn.hpp"
 
 namespace kotml::stage {
 
@@ -31,6 +32,9 @@ struct OtSettings {
   /// Sinkhorn on single-precision projected points (GGML-OT's float32, and about
   /// twice the log-sum-exp throughput); false: double. EMD always uses double.
   bool sinkhorn_float = true;
+  /// The Sinkhorn formulation (kotml/ot/sinkhorn.hpp): automatic takes the
+  /// scaling domain where the kernel exp(−C/ε) is representable.
+  ot::SinkhornDomain sinkhorn_domain = ot::SinkhornDomain::automatic;
   bool exact() const { return entropic_reg == 0.0; }
   /// Error naming the option for negative entropic_reg, max_iter < 1, tol < 0.
   void validate() const;

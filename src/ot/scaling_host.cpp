@@ -1,0 +1,106 @@
+// Host kernels of the scaling-domain Sinkhorn (sinkhorn_scaling.cpp), compiled
+// per x86 SIMD level with the flags of every host SIMD file (src/CMakeLists.txt).
+// The dot product keeps W accumulators: lane l adds the terms j ≡ l (mod W) in
+// increasing j and the lanes are combined in a fixed pairwise tree, so its bits
+// depend on the inputs alone. The other loops are element by element.
+
+#include <cstdint>
+#include <limits>
+
+#include "kotml/core/simd_levels.hpp"
+#include "kotml/ot/fast_exp.hpp"
+#include "unroll.hpp"
+
+namespace kotml::ot::detail {
+namespace {
+
+template <class T, int W>
+__attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T* __restrict w, std::int64_t m) {
+  const std::int64_t full = m - m % W;
+  T lane[W];
+  for (int l = 0; l < W; ++l) lane[l] = 0;
+  for (std::int64_t j = 0; j < full; j += W)
+    for (int l = 0; l < W; ++l) lane[l] += k[j + l] * w[j + l];
+  KOTML_OT_UNROLL
+  for (int l = 0; l < W; ++l) lane[l] += full + l < m ? k[full + l] * w[full + l] : T(0);
+  KOTML_OT_UNROLL
+  for (int width = W / 2; width >= 1; width /= 2)
+    KOTML_OT_UNROLL
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+template <class T>
+__attribute__((always_inline)) inline void axpy(const T* __restrict k, std::int64_t m, T alpha, T* __restrict acc,
+                                                bool assign) {
+  if (assign)
+    for (std::int64_t j = 0; j < m; ++j) acc[j] = alpha * k[j];
+  else
+    for (std::int64_t j = 0; j < m; ++j) acc[j] += alpha * k[j];
+}
+
+/// out_j = exp((shift + g_j − c_j)·s).
+template <class T>
+__attribute__((always_inline)) inline void kernel_row(const T* __restrict c, const T* __restrict g, std::int64_t m,
+                                                      T shift, T s, T* __restrict out) {
+  for (std::int64_t j = 0; j < m; ++j) out[j] = fast_exp((shift + g[j] - c[j]) * s);
+}
+
+/// min_j and max_j of c_j − g_j, in W lanes (minimum and maximum are exact, so
+/// the lanes change no result; they let the loop vectorise).
+template <class T, int W>
+__attribute__((always_inline)) inline void row_range(const T* __restrict c, const T* __restrict g, std::int64_t m,
+                                                     T* low, T* high) {
+  T lo[W], hi[W];
+  for (int l = 0; l < W; ++l) {
+    lo[l] = std::numeric_limits<T>::infinity();
+    hi[l] = -std::numeric_limits<T>::infinity();
+  }
+  const std::int64_t full = m - m % W;
+  for (std::int64_t j = 0; j < full; j += W)
+    for (int l = 0; l < W; ++l) {
+      const T d = c[j + l] - g[j + l];
+      lo[l] = d < lo[l] ? d : lo[l];
+      hi[l] = d > hi[l] ? d : hi[l];
+    }
+  for (std::int64_t j = full; j < m; ++j) {
+    const T d = c[j] - g[j];
+    lo[0] = d < lo[0] ? d : lo[0];
+    hi[0] = d > hi[0] ? d : hi[0];
+  }
+  for (int l = 1; l < W; ++l) {
+    lo[0] = lo[l] < lo[0] ? lo[l] : lo[0];
+    hi[0] = hi[l] > hi[0] ? hi[l] : hi[0];
+  }
+  *low = lo[0];
+  *high = hi[0];
+}
+
+}  // namespace
+
+KOTML_SIMD_DISPATCHED(double, scaling_dot_host, (const double* k, const double* w, std::int64_t m), (k, w, m),
+                      dot_lanes<double, 8>(k, w, m))
+KOTML_SIMD_DISPATCHED(float, scaling_dot_host, (const float* k, const float* w, std::int64_t m), (k, w, m),
+                      dot_lanes<float, 16>(k, w, m))
+
+KOTML_SIMD_DISPATCHED(void, scaling_axpy_host,
+                      (const double* k, std::int64_t m, double alpha, double* acc, bool assign),
+                      (k, m, alpha, acc, assign), axpy<double>(k, m, alpha, acc, assign))
+KOTML_SIMD_DISPATCHED(void, scaling_axpy_host, (const float* k, std::int64_t m, float alpha, float* acc, bool assign),
+                      (k, m, alpha, acc, assign), axpy<float>(k, m, alpha, acc, assign))
+
+KOTML_SIMD_DISPATCHED(void, scaling_kernel_row_host,
+                      (const double* c, const double* g, std::int64_t m, double shift, double s, double* out),
+                      (c, g, m, shift, s, out), kernel_row<double>(c, g, m, shift, s, out))
+KOTML_SIMD_DISPATCHED(void, scaling_kernel_row_host,
+                      (const float* c, const float* g, std::int64_t m, float shift, float s, float* out),
+                      (c, g, m, shift, s, out), kernel_row<float>(c, g, m, shift, s, out))
+
+KOTML_SIMD_DISPATCHED(void, scaling_row_range_host,
+                      (const double* c, const double* g, std::int64_t m, double* low, double* high),
+                      (c, g, m, low, high), row_range<double, 8>(c, g, m, low, high))
+KOTML_SIMD_DISPATCHED(void, scaling_row_range_host,
+                      (const float* c, const float* g, std::int64_t m, float* low, float* high),
+                      (c, g, m, low, high), row_range<float, 16>(c, g, m, low, high))
+
+}  // namespace kotml::ot::detail
