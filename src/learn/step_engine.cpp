@@ -3,6 +3,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -259,7 +260,14 @@ void StepEngine::solve_sinkhorn(const StepPlan& plan, const ot::CloudBatch<T>& c
       warm.g = device_copy("kotml::learn::warm_g", g);
     }
   }
-  const auto result = ot::sinkhorn(clouds, problems, ground_cost(options_), sk, any_warm ? &warm : nullptr);
+  auto& workspace = [this]() -> ot::SinkhornWorkspace<T>& {
+    if constexpr (std::is_same<T, float>::value)
+      return sinkhorn_float_;
+    else
+      return sinkhorn_double_;
+  }();
+  const auto result =
+      ot::sinkhorn(clouds, problems, ground_cost(options_), sk, any_warm ? &warm : nullptr, &workspace);
   const auto summaries = result.summaries();
   if (options_.warm_start) {
     const auto f = Kokkos::create_mirror_view_and_copy(HostSpace(), result.f);

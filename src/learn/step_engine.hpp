@@ -38,6 +38,7 @@
 #include "kotml/learn/triplets.hpp"
 #include "kotml/learn/warm_starts.hpp"
 #include "kotml/ot/batch.hpp"
+#include "kotml/ot/sinkhorn.hpp"
 
 namespace kotml::learn::detail {
 
@@ -142,6 +143,8 @@ class StepEngine {
   stage::BatchStage stage_;
   WarmStarts<std::int32_t> bases_;
   WarmStarts<double> potentials_;
+  ot::SinkhornWorkspace<float> sinkhorn_float_;  // cost buffers kept from step to step
+  ot::SinkhornWorkspace<double> sinkhorn_double_;
   stage::SolveReport report_;
   std::int64_t solves_ = 0, iterations_ = 0, warm_started_ = 0;
 };

@@ -158,7 +158,8 @@ struct FillWeights {
 
 template <class T>
 SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, Cost cost,
-                                const SinkhornOptions& options, const SinkhornWarmStart<T>* warm) {
+                                const SinkhornOptions& options, const SinkhornWarmStart<T>* warm,
+                                SinkhornWorkspace<T>* workspace) {
   options.validate();
   if (options.point_gradients && cost == Cost::cosine)
     throw Error::option("cost", "gradients with respect to the points are available for the euclidean "
@@ -253,8 +254,15 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     largest = std::max(largest, entries);
     u = v;
   }
-  Vector<T> cost_buffer(no_init("kotml::ot::sinkhorn_cost"), static_cast<std::size_t>(largest));
-  Vector<T> cost_t_buffer(no_init("kotml::ot::sinkhorn_cost_t"), static_cast<std::size_t>(largest));
+  SinkhornWorkspace<T> own;
+  SinkhornWorkspace<T>& buffers = workspace ? *workspace : own;
+  if (static_cast<std::int64_t>(buffers.cost.extent(0)) < largest) {
+    buffers.cost = Vector<T>();  // released before the larger ones are made
+    buffers.cost_t = Vector<T>();
+    buffers.cost = Vector<T>(no_init("kotml::ot::sinkhorn_cost"), static_cast<std::size_t>(largest));
+    buffers.cost_t = Vector<T>(no_init("kotml::ot::sinkhorn_cost_t"), static_cast<std::size_t>(largest));
+  }
+  const Vector<T> cost_buffer = buffers.cost, cost_t_buffer = buffers.cost_t;
 
   // A relative ε needs every cost before any solve: with one chunk the costs are
   // summed while they are stored, otherwise in a pass of their own (same sums).
@@ -494,7 +502,8 @@ void sinkhorn_plan(const Matrix<const T>& C, const Vector<const double>& a, cons
 #define KOTML_OT_INSTANTIATE_SINKHORN(T)                                                             \
   template struct SinkhornBatchResult<T>;                                                           \
   template SinkhornBatchResult<T> sinkhorn<T>(const CloudBatch<T>&, const std::vector<Pair>&, Cost,  \
-                                              const SinkhornOptions&, const SinkhornWarmStart<T>*); \
+                                              const SinkhornOptions&, const SinkhornWarmStart<T>*,  \
+                                              SinkhornWorkspace<T>*);                               \
   template class DenseSinkhorn<T>;                                                                  \
   template void sinkhorn_plan<T>(const Matrix<const T>&, const Vector<const double>&,               \
                                  const Vector<const double>&, const Vector<const T>&,               \

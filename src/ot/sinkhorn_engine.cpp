@@ -65,7 +65,11 @@ BlockList make_blocks(const SlotTable& slots, const std::vector<std::int64_t>& w
       flat.push_back(std::min(lines, begin + per_block));
     }
   }
-  BlockList blocks(no_init("kotml::ot::line_blocks"), flat.size() / 3);
+  return block_list(flat, "kotml::ot::line_blocks");
+}
+
+BlockList block_list(const std::vector<std::int64_t>& flat, const char* label) {
+  BlockList blocks(no_init(label), flat.size() / 3);
   auto host = Kokkos::create_mirror_view(blocks);
   for (std::size_t b = 0; b < flat.size() / 3; ++b)
     for (int k = 0; k < 3; ++k) host(b, k) = flat[3 * b + static_cast<std::size_t>(k)];

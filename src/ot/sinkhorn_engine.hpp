@@ -1,6 +1,9 @@
 #pragma once
-// The log-domain Sinkhorn engine shared by the batch solver (costs from point
-// clouds) and the dense solver (one given cost matrix).
+// The Sinkhorn engine shared by the batch solver (costs from point clouds) and
+// the dense solver (one given cost matrix). Each problem iterates in the
+// stabilised scaling domain (sinkhorn_scaling.cpp) or in the log domain (here),
+// as SinkhornOptions::domain and the problem's costs decide; the evaluation
+// (cost, objective, plan, gradients) is shared and works from the potentials.
 //
 // A "slot" is one problem whose cost (n×m, row-major) and transposed cost (m×n)
 // are stored; its rows and columns own ranges of flat per-row and per-column
@@ -50,6 +53,9 @@ struct SlotTable {
   /// Copies the host vectors to the device.
   void upload();
 };
+
+/// A block list from flat {slot, first, last} triples, on the device.
+BlockList block_list(const std::vector<std::int64_t>& flat, const char* label);
 
 /// Blocks over the rows (by_rows) or columns of the listed slots, sized so that
 /// a block covers about `entries` cost entries.

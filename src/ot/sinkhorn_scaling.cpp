@@ -327,12 +327,7 @@ BlockList column_blocks(const SlotTable& slots, const std::vector<std::int64_t>&
   for (const std::int64_t s : which)
     for (std::int64_t j = 0; j < slots.cols[static_cast<std::size_t>(s)]; j += width)
       flat.insert(flat.end(), {s, j, std::min(slots.cols[static_cast<std::size_t>(s)], j + width)});
-  BlockList blocks(no_init("kotml::ot::scaling_column_blocks"), flat.size() / 3);
-  auto host = Kokkos::create_mirror_view(blocks);
-  for (std::size_t b = 0; b < flat.size() / 3; ++b)
-    for (int c = 0; c < 3; ++c) host(b, c) = flat[3 * b + static_cast<std::size_t>(c)];
-  Kokkos::deep_copy(blocks, host);
-  return blocks;
+  return block_list(flat, "kotml::ot::scaling_column_blocks");
 }
 
 template <class T>
@@ -478,11 +473,6 @@ struct Finish {
   }
 };
 
-template <class V>
-V to_device_list(const std::vector<std::int64_t>& host, const char* label) {
-  return device_copy_of<V>(host, label);
-}
-
 }  // namespace
 
 SlotProgress::SlotProgress(std::int64_t slots)
@@ -580,7 +570,7 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
     Vector<std::int32_t> iterations("kotml::ot::scaling_team_iterations", n_slots);
     Vector<std::int32_t> status("kotml::ot::scaling_team_status", n_slots);
     Kokkos::parallel_for("kotml::ot::scaling_solve_in_team", line_policy(static_cast<std::int64_t>(in_team.size())),
-                         ScalingSolveInTeam<T>{x, to_device_list<Vector<std::int64_t>>(in_team, "kotml::ot::scaling_team_slots"),
+                         ScalingSolveInTeam<T>{x, device_copy_of<Vector<std::int64_t>>(in_team, "kotml::ot::scaling_team_slots"),
                                                iterations, status, failed, p.options.max_iter, p.options.check_every,
                                                p.options.tol});
     auto it_host = Kokkos::create_mirror_view_and_copy(HostSpace(), iterations);
@@ -601,17 +591,17 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
     for (const std::int64_t s : list)
       for (std::int64_t q = 0; q < layout.host_block_count[static_cast<std::size_t>(s)]; ++q)
         flat.push_back(layout.host_first_block[static_cast<std::size_t>(s)] + q);
-    return to_device_list<Vector<std::int64_t>>(flat, "kotml::ot::scaling_active_blocks");
+    return device_copy_of<Vector<std::int64_t>>(flat, "kotml::ot::scaling_active_blocks");
   };
   auto lost_of = [&](const std::vector<std::int64_t>& list) {
     Kokkos::parallel_for("kotml::ot::scaling_final_scan", Kokkos::RangePolicy<ExecSpace>(0, list.size()),
-                         CheckSlots<T>{x, to_device_list<Vector<std::int64_t>>(list, "kotml::ot::scaling_check"),
+                         CheckSlots<T>{x, device_copy_of<Vector<std::int64_t>>(list, "kotml::ot::scaling_check"),
                                        slot_err, verdict, false});
     Kokkos::deep_copy(verdict_host, verdict);
   };
   Vector<std::int64_t> row_list = blocks_of(active);
   BlockList col_blocks = column_blocks(slots, active);
-  Vector<std::int64_t> active_device = to_device_list<Vector<std::int64_t>>(active, "kotml::ot::scaling_active");
+  Vector<std::int64_t> active_device = device_copy_of<Vector<std::int64_t>>(active, "kotml::ot::scaling_active");
   for (int it = 0; it < p.options.max_iter && !active.empty(); ++it) {
     const bool check = it > 0 && it % p.options.check_every == 0;
     Kokkos::parallel_for("kotml::ot::scaling_rows", line_policy(row_list.extent(0)), RowPass<T>{x, row_list, check});
@@ -645,7 +635,7 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
       if (!active.empty()) {
         row_list = blocks_of(active);
         col_blocks = column_blocks(slots, active);
-        active_device = to_device_list<Vector<std::int64_t>>(active, "kotml::ot::scaling_active");
+        active_device = device_copy_of<Vector<std::int64_t>>(active, "kotml::ot::scaling_active");
       }
     }
   }
@@ -666,7 +656,7 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
   }
   Kokkos::deep_copy(failed, failed_host);
 
-  const auto which_device = to_device_list<Vector<std::int64_t>>(which, "kotml::ot::scaling_slots");
+  const auto which_device = device_copy_of<Vector<std::int64_t>>(which, "kotml::ot::scaling_slots");
   Kokkos::parallel_for("kotml::ot::scaling_finish", line_policy(static_cast<std::int64_t>(which.size())),
                        Finish<T>{x, which_device, failed, state.log_a, state.log_b, state.fa, state.gb});
   transpose_slots<T>(slots, which, p.cost, p.cost_t);

@@ -90,7 +90,9 @@ TEST(SimdLevels, ScopedLevelChoosesTheActiveLevel) {
 #if KOTML_SIMD_HAS_LEVELS
   // The default is the best level the CPU has.
   for (const auto level : simd::all_levels) {
-    if (simd::available(level)) EXPECT_GE(static_cast<int>(before), static_cast<int>(level));
+    if (simd::available(level)) {
+      EXPECT_GE(static_cast<int>(before), static_cast<int>(level));
+    }
   }
 #endif
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Entropic optimal transport by log-domain Sinkhorn, batched, in float or double.
+// Entropic optimal transport by Sinkhorn (log or stabilised scaling domain), batched, in float or double.
 //
 // Problem (for one pair, marginals a ∈ R^n, b ∈ R^m, cost C ∈ R^{n×m}, ε > 0):
 //
@@ -57,8 +57,9 @@
 //    and the g-update likewise with K̃ᵀ(a∘u). Each row of K̃ is read once per
 //    iteration: its dot product gives u_i, and the same row, still in cache,
 //    is added into the column sums Σ_i a_i u_i K̃_ij. No exp is taken in the
-//    iterations. When a scaling leaves [2^−Θ, 2^Θ] (checked every check_every
-//    iterations) it is absorbed into (f̄, ḡ) and K̃ is recomputed from C.
+//    iterations. When a scaling leaves [2^−Θ, 2^Θ] (Θ = 40 for float, 200 for
+//    double; checked every check_every iterations) it is absorbed into
+//    (f̄, ḡ) and K̃ is recomputed from C.
 //    The error and the stopping rule are the log domain's, computed from the
 //    same quantities (r_i(f) = a_i u_i s_i), so both reach the same potentials
 //    to within the tolerance. `automatic` takes the scaling domain for a
@@ -181,13 +182,25 @@ struct SinkhornBatchResult {
   std::vector<SinkhornSummary> summaries() const;
 };
 
+/// The batch solver's largest buffers (the stored costs and the space for their
+/// transposes or kernels), kept between calls by a caller that solves batch
+/// after batch (training): reusing them saves their allocation and the page
+/// faults of touching fresh memory at every step. They grow to the largest
+/// chunk asked for; their contents between calls mean nothing.
+template <class T>
+struct SinkhornWorkspace {
+  Vector<T> cost, cost_t;
+};
+
 /// Solves every pair of the batch. The cost between two points is
 /// ground_cost(cost, ...) of their (already projected) coordinates. Throws
 /// Error::option for invalid options or a cosine cost with point_gradients.
+/// With `workspace`, the cost buffers come from it (and are left in it).
 template <class T>
 SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs,
                                 Cost cost, const SinkhornOptions& options,
-                                const SinkhornWarmStart<T>* warm = nullptr);
+                                const SinkhornWarmStart<T>* warm = nullptr,
+                                SinkhornWorkspace<T>* workspace = nullptr);
 
 /// Log-domain Sinkhorn on one dense cost matrix (the sampled Gromov-Wasserstein
 /// inner solver): N×K up to a few thousand each, float or double. Keeps its
