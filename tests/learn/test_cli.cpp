@@ -307,15 +307,15 @@ TEST(LearnCli, SubsampledTrainingKeepsItsPinnedMetric) {
 
 // The scaling-domain Sinkhorn (the default where exp(−C/ε) is representable)
 // and the log domain run the same iteration, so training with either gives the
-// same metric to within the solver's rounding: two epochs on toy2d against the
-// log domain's metric (itself pinned above). Measured: 3e-9 of the largest
-// entry after three epochs.
+// same metric to within the solver's rounding: two epochs on toy2d (100 cells
+// per donor, kept small for the sanitizer builds) against the log domain's
+// metric (itself pinned above). Measured: 9e-11 of the largest entry.
 TEST(LearnCli, SinkhornDomainsTrainTheSameMetric) {
   std::vector<double> metric[2];
   for (int d = 0; d < 2; ++d) {
     TempDir out;
-    const auto r = run_kotml({"train", "--builtin", "toy2d", "--epochs", "2", "--n-cells", "250", "--entropic-reg",
-                              "0.1", "--stop-thr", "0", "--seed", "7", "--quiet", "--sinkhorn-domain",
+    const auto r = run_kotml({"train", "--builtin", "toy2d", "--epochs", "2", "--n-cells", "100", "--entropic-reg",
+                              "0.5", "--stop-thr", "0", "--seed", "7", "--quiet", "--sinkhorn-domain",
                               d == 0 ? "log" : "auto", "--out", out.path()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     metric[d] = h5::File::open_read(out.file("results.h5")).read<double>("A");
