@@ -579,6 +579,7 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
       progress.iterations[static_cast<std::size_t>(s)] = it_host(s);
       progress.status[static_cast<std::size_t>(s)] = st_host(s);
     }
+    Kokkos::deep_copy(failed_host, failed);  // the in-team solver scanned its slots at the end
   }
 
   // The larger slots, block by block over every team, a launch per pass.
@@ -593,12 +594,7 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
         flat.push_back(layout.host_first_block[static_cast<std::size_t>(s)] + q);
     return device_copy_of<Vector<std::int64_t>>(flat, "kotml::ot::scaling_active_blocks");
   };
-  auto lost_of = [&](const std::vector<std::int64_t>& list) {
-    Kokkos::parallel_for("kotml::ot::scaling_final_scan", Kokkos::RangePolicy<ExecSpace>(0, list.size()),
-                         CheckSlots<T>{x, device_copy_of<Vector<std::int64_t>>(list, "kotml::ot::scaling_check"),
-                                       slot_err, verdict, false});
-    Kokkos::deep_copy(verdict_host, verdict);
-  };
+  const std::vector<std::int64_t> in_blocks = active;
   Vector<std::int64_t> row_list = blocks_of(active);
   BlockList col_blocks = column_blocks(slots, active);
   Vector<std::int64_t> active_device = device_copy_of<Vector<std::int64_t>>(active, "kotml::ot::scaling_active");
@@ -639,18 +635,16 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& p, SinkhornS
       }
     }
   }
-  // Slots that stopped at max_iter without a check since their last pass.
+  // Block-path slots that stopped at max_iter without a check since their last pass.
   std::vector<std::int64_t> unfinished;
-  for (const std::int64_t s : which)
+  for (const std::int64_t s : in_blocks)
     if (progress.status[static_cast<std::size_t>(s)] == static_cast<std::int32_t>(SolveStatus::max_iter))
       unfinished.push_back(s);
-  {
-    // The in-team slots' verdicts are already in `failed`.
-    auto team_failed = Kokkos::create_mirror_view_and_copy(HostSpace(), failed);
-    for (const std::int64_t s : in_team) failed_host(s) = team_failed(s);
-  }
   if (!unfinished.empty()) {
-    lost_of(unfinished);
+    Kokkos::parallel_for("kotml::ot::scaling_final_scan", Kokkos::RangePolicy<ExecSpace>(0, unfinished.size()),
+                         CheckSlots<T>{x, device_copy_of<Vector<std::int64_t>>(unfinished, "kotml::ot::scaling_check"),
+                                       slot_err, verdict, false});
+    Kokkos::deep_copy(verdict_host, verdict);
     for (const std::int64_t s : unfinished)
       if (verdict_host(s) == 2) failed_host(s) = 1;
   }
