@@ -102,6 +102,8 @@ nlohmann::ordered_json configuration(const map::MapOptions& o, const map::MapInp
   c["cost_storage"] = result.report.stored ? "stored" : "online";
   c["stored_bytes"] = result.report.stored_bytes;
   c["cost_memory"] = result.report.cost_memory;
+  c["sinkhorn_domain"] = result.report.scaling_domain ? "scaling" : "log";
+  c["scaling_fallback"] = result.report.scaling_fallback;
   c["distance_samples"] = o.distance_samples;
   c["seed"] = o.seed;
   c["similar"] = {{"threshold_mapping", o.similar.threshold_mapping},

@@ -183,6 +183,8 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   out["cost_storage"] = report.stored ? "stored" : "online";
   out["stored_bytes"] = report.stored_bytes;
   out["cost_memory"] = report.cost_memory;
+  out["sinkhorn_domain"] = report.scaling_domain ? "scaling" : "log";
+  out["scaling_fallback"] = report.scaling_fallback;
   out["tile_sweeps"] = report.tile_sweeps;
   out["seconds"] = report.seconds;
 

@@ -27,6 +27,9 @@ void declare_sinkhorn_options(OptionGroups& groups, const std::string& default_p
          "Sinkhorn ε-scaling: start at this multiple of ε (1: off)")
       ("epsilon-decay", kotml::double_option(1.0),
          "Sinkhorn ε-scaling: ε_t = ε·max(init·decay^t, 1)")
+      ("sinkhorn-domain", po::value<std::string>()->default_value("auto"),
+         "Sinkhorn: auto (the scaling domain when the costs are stored, K̃ fits beside them and ε is large enough "
+         "for the cost range; the log domain otherwise), log, or scaling (the same fixed point, no exp per entry)")
       ("precision", po::value<std::string>()->default_value(default_precision),
          "Sinkhorn: double, or float (points, costs and exps in float; potentials in double)");
   groups.parallel.add_options()
@@ -51,6 +54,7 @@ ot::TiledSinkhornOptions sinkhorn_options(const po::variables_map& vm) {
   o.epsilon_init = option<double>(vm, "epsilon-init");
   o.epsilon_decay = option<double>(vm, "epsilon-decay");
   o.storage = ot::parse_storage(option<std::string>(vm, "cost-storage"));
+  o.domain = ot::parse_sinkhorn_domain(option<std::string>(vm, "sinkhorn-domain"));
   if (vm["online"].as<bool>()) {
     if (has(vm, "cost-storage") && o.storage != ot::CostStorage::online)
       throw Error::option("online", "contradicts --cost-storage " + option<std::string>(vm, "cost-storage"));

@@ -15,7 +15,7 @@ namespace po = boost::program_options;
 
 /// --epsilon, --relative-epsilon, --tau-a, --tau-b, --threshold,
 /// --inner-iterations, --updates, --epsilon-init, --epsilon-decay, --precision,
-/// --cost-storage, --online and --cost-memory (not --max-iter, whose meaning
+/// --sinkhorn-domain, --cost-storage, --online and --cost-memory (not --max-iter, whose meaning
 /// differs between subcommands).
 void declare_sinkhorn_options(OptionGroups& groups, const std::string& default_precision);
 

@@ -22,6 +22,7 @@
 #include "sinkhorn_engine.hpp"
 
 #include "cost_rows.hpp"
+#include "scaling_host.hpp"
 #include "kotml/core/region.hpp"
 
 #include <algorithm>
@@ -30,32 +31,7 @@
 
 namespace kotml::ot::detail {
 
-// Host kernels (scaling_host.cpp): a dot product with a fixed lane layout, and
-// acc (=|+=) alpha·k.
-double scaling_dot_host(const double* k, const double* w, std::int64_t m);
-float scaling_dot_host(const float* k, const float* w, std::int64_t m);
-void scaling_axpy_host(const double* k, std::int64_t m, double alpha, double* acc, bool assign);
-void scaling_axpy_host(const float* k, std::int64_t m, float alpha, float* acc, bool assign);
-// out_j = exp((shift + g_j − c_j)·s), and min/max_j (c_j − g_j).
-void scaling_kernel_row_host(const double* c, const double* g, std::int64_t m, double shift, double s, double* out);
-void scaling_kernel_row_host(const float* c, const float* g, std::int64_t m, float shift, float s, float* out);
-void scaling_row_range_host(const double* c, const double* g, std::int64_t m, double* low, double* high);
-void scaling_row_range_host(const float* c, const float* g, std::int64_t m, float* low, float* high);
-
 namespace {
-
-template <class T>
-struct ScalingLimits;
-template <>
-struct ScalingLimits<float> {
-  static constexpr double span = 60;       // largest (max − min) cost over ε in a row
-  static constexpr double bound = 0x1p40;  // absorb a scaling outside [1/bound, bound]
-};
-template <>
-struct ScalingLimits<double> {
-  static constexpr double span = 600;
-  static constexpr double bound = 0x1p200;
-};
 
 constexpr std::int64_t block_entries = std::int64_t(1) << 18;
 

@@ -15,6 +15,7 @@
 #include "kotml/core/progress.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/dist/exact_sum.hpp"
+#include "tiled_scaling.hpp"
 #include "tiled_sweeps.hpp"
 
 namespace kotml::ot {
@@ -74,6 +75,11 @@ void TiledSinkhornOptions::validate() const {
                                             std::to_string(epsilon_init));
   if (!(epsilon_decay > 0 && epsilon_decay <= 1))
     throw Error::option("epsilon-decay", "must be in (0, 1], got " + std::to_string(epsilon_decay));
+  if (domain == SinkhornDomain::scaling && updates == DualUpdates::symmetric)
+    throw Error::option("sinkhorn-domain",
+                        "the scaling domain runs alternating updates; use --updates alternating or --sinkhorn-domain log");
+  if (domain == SinkhornDomain::scaling && storage == CostStorage::online)
+    throw Error::option("sinkhorn-domain", "the scaling domain needs stored costs, not --cost-storage online");
 }
 
 std::size_t default_cost_memory(const dist::Comm& comm) {
@@ -247,6 +253,26 @@ struct TiledSinkhorn<T>::Impl {
   double cost_bound = 0;  // an upper bound of |c_ij|, from the points' norms
   std::int64_t sweeps = 0, retries = 0;
 
+  // The scaling domain (header comment): K̃ next to the stored costs, the
+  // absorbed potentials f̄ and ḡ (held in double, each equal to its T rounding)
+  // and the per-column scale exponents of the column sums.
+  struct ScalingState {
+    bool allowed = false;  // stored costs, room for K̃, alternating updates, not the log domain by name
+    bool decided = false;  // the automatic choice was made (at the first build)
+    bool active = false;   // K̃ is built for the ε in `eps`
+    bool failed = false;   // fell back to the log domain for good
+    bool used = false;     // a half-step of this solve ran in this domain
+    double eps = -1;
+    Vector<T> kernel;
+    std::vector<double> f_bar, g_bar;
+    Vector<T> f_bar_d, g_bar_d, alpha, beta;
+    Vector<double> low, span, scale;
+    Kokkos::View<std::int32_t*, MemSpace> selected;  // per local row: rebuild it
+    std::vector<int> col_exp;
+    bool have_exp = false;
+    std::int64_t builds = 0, absorbed = 0;
+  } sc;
+
   std::int64_t padded_rows() const { return data.row_tiles * tile_rows; }
   std::int64_t padded_cols() const { return data.col_tiles * tile_cols; }
 
@@ -290,6 +316,12 @@ struct TiledSinkhorn<T>::Impl {
   /// LSE_j (g_j − c_ij)/eps for this rank's rows; each becomes the row's shift
   /// (guess) for the next row update.
   std::vector<double> rows_lse(double eps) {
+    if (scaling_wanted(eps) && !scaling_ready(eps)) build_kernel(eps);
+    if (scaling_ready(eps)) {
+      std::vector<double> lse;
+      if (scaling_rows(eps, lse)) return lse;
+      scaling_fall_back();
+    }
     ProfilingRegion region("kotml::ot::tiled_row_update");
     scale_cols(g, eps);
     launch_rows(eps, false);
@@ -307,13 +339,19 @@ struct TiledSinkhorn<T>::Impl {
     ++sweeps;
   }
 
-  /// Column maxima over all ranks, as the shifts.
-  void exact_shifts(double eps) {
-    launch_columns(eps, true);
+  /// `top` (per padded column, this rank's maxima), maximised over ranks.
+  typename Vector<T>::HostMirror all_column_maxima() {
     auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), top);
     if (comm->size() > 1)
       MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(host.extent(0)),
                     std::is_same<T, float>::value ? MPI_FLOAT : MPI_DOUBLE, MPI_MAX, comm->raw());
+    return host;
+  }
+
+  /// Column maxima over all ranks, as the shifts.
+  void exact_shifts(double eps) {
+    launch_columns(eps, true);
+    auto host = all_column_maxima();
     for (std::int64_t j = 0; j < m; ++j)
       if (!(host(j) > -std::numeric_limits<T>::infinity())) host(j) = T(0);  // no mass: any shift
     Kokkos::deep_copy(shift, host);
@@ -349,6 +387,11 @@ struct TiledSinkhorn<T>::Impl {
   /// LSE_i (f_i − c_ij)/eps over every rank's rows, for all columns; identical
   /// bits on every rank and for any rank count.
   std::vector<double> columns_lse(double eps) {
+    if (scaling_ready(eps)) {
+      std::vector<double> lse;
+      if (scaling_columns(eps, lse)) return lse;
+      scaling_fall_back();
+    }
     ProfilingRegion region("kotml::ot::tiled_column_update");
     scale_rows(f, eps);
     std::vector<double> lse;
@@ -394,6 +437,229 @@ struct TiledSinkhorn<T>::Impl {
       finish_columns(reduce_columns(limbs, padded_cols()), cols_out, false);
     }
     have_shift = true;
+  }
+
+  // ---------------------------------------------------- scaling domain
+
+  /// The scaling domain serves half-steps at the target ε only.
+  bool scaling_wanted(double eps) const { return sc.allowed && !sc.failed && eps == epsilon; }
+  bool scaling_ready(double eps) const { return scaling_wanted(eps) && sc.active && sc.eps == eps; }
+
+  void scaling_fall_back() {
+    sc.failed = true;
+    sc.active = false;
+    sc.kernel = Vector<T>();
+    log::info("sinkhorn: the scaling domain failed (a zero or non-finite scaled sum); the log domain finishes the solve");
+  }
+
+  void launch_kernel(double eps, bool selected_only) {
+    detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
+                                 selected_only ? Kokkos::View<const std::int32_t*, MemSpace>(sc.selected)
+                                               : Kokkos::View<const std::int32_t*, MemSpace>()};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_kernel", detail::tile_policy(data.row_tiles, 0), sweep);
+    Kokkos::fence();
+    ++sweeps;
+  }
+
+  /// Builds K̃ for every row from the current g (ḡ = g) with the row shifts
+  /// f̄_i = min_j (c_ij − ḡ_j). The first build makes the automatic choice and
+  /// allocates K̃; when the choice is the log domain, nothing is built.
+  void build_kernel(double eps) {
+    ProfilingRegion region("kotml::ot::tiled_scaling_build");
+    sc.g_bar.assign(static_cast<std::size_t>(m), 0.0);
+    std::vector<T> g_bar_t(static_cast<std::size_t>(padded_cols()), T(0));
+    for (std::int64_t j = 0; j < m; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      if (b[k] > 0 && std::isfinite(g[k])) {
+        g_bar_t[k] = static_cast<T>(g[k]);
+        sc.g_bar[k] = static_cast<double>(g_bar_t[k]);
+      }
+    }
+    detail::copy_to(sc.g_bar_d, g_bar_t);
+    detail::RowRangeSweep<T> ranges{data, sc.g_bar_d, sc.low, sc.span};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_ranges", detail::tile_policy(data.row_tiles, ranges.scratch_bytes()),
+                         ranges);
+    Kokkos::fence();
+    ++sweeps;
+    const auto low = local_rows_of(sc.low);
+    if (!sc.decided) {
+      sc.decided = true;
+      if (options.domain == SinkhornDomain::automatic) {
+        const auto span = local_rows_of(sc.span);
+        double widest = 0;
+        bool finite = true;
+        for (double w : span) {
+          if (!std::isfinite(w)) finite = false;
+          else widest = std::max(widest, w);
+        }
+        const bool representable =
+            comm->all(finite) && comm->max(widest) <= detail::ScalingLimits<T>::span * eps;
+        if (!representable) {
+          sc.allowed = false;
+          return;
+        }
+      }
+      const auto entries = static_cast<std::size_t>(data.row_tiles * data.col_tiles) * detail::tile_entries;
+      comm->phase([&] {
+        if (entries == 0) return;
+        try {
+          sc.kernel = Vector<T>(no_init("kotml::ot::tiled_scaling_kernel"), entries);
+        } catch (const std::exception&) {
+          throw Error("", "sinkhorn-domain", "the scaling domain's kernel takes " +
+                                                 std::to_string(entries * sizeof(T)) +
+                                                 " bytes on this rank, more than can be allocated; use --sinkhorn-domain log");
+        }
+      });
+    }
+    sc.f_bar.assign(static_cast<std::size_t>(rows.count), 0.0);
+    std::vector<T> f_bar_t(static_cast<std::size_t>(padded_rows()), T(0));
+    for (std::int64_t i = 0; i < rows.count; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (std::isfinite(low[k])) {
+        f_bar_t[k] = static_cast<T>(low[k]);
+        sc.f_bar[k] = static_cast<double>(f_bar_t[k]);
+      }
+    }
+    detail::copy_to(sc.f_bar_d, f_bar_t);
+    launch_kernel(eps, false);
+    sc.active = true;
+    sc.eps = eps;
+    sc.have_exp = false;
+    ++sc.builds;
+  }
+
+  /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`; false when one
+  /// leaves [2^−Θ, 2^Θ]. Every rank reaches the same answer.
+  bool column_scalings(double eps, std::vector<T>& beta) const {
+    const double bound = detail::ScalingLimits<T>::bound;
+    beta.assign(static_cast<std::size_t>(padded_cols()), T(0));
+    bool in_range = true;
+    for (std::int64_t j = 0; j < m; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      if (!(b[k] > 0)) continue;
+      const double v = std::exp((g[k] - sc.g_bar[k]) / eps);
+      if (!(v >= 1 / bound && v <= bound)) in_range = false;
+      beta[k] = static_cast<T>(v);
+    }
+    return in_range;
+  }
+
+  /// LSE_j (g_j − c_ij)/ε = log R_i − f̄_i/ε for this rank's rows; false (on
+  /// every rank) when some R_i of a positive weight is zero or not finite.
+  bool scaling_rows(double eps, std::vector<double>& lse) {
+    ProfilingRegion region("kotml::ot::tiled_scaling_row_update");
+    std::vector<T> beta;
+    if (!column_scalings(eps, beta)) {
+      build_kernel(eps);  // ḡ = g: every β is 1
+      column_scalings(eps, beta);
+    }
+    detail::copy_to(sc.beta, beta);
+    detail::ScalingRowSweep<T> sweep{data, sc.kernel, sc.beta, lse_row};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
+                         sweep);
+    Kokkos::fence();
+    ++sweeps;
+    const auto sums = local_rows_of(lse_row);
+    bool held = true;
+    lse.resize(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      if (a[i] > 0 && !(sums[i] > 0 && std::isfinite(sums[i]))) held = false;
+      lse[i] = std::log(sums[i]) - sc.f_bar[i] / eps;
+    }
+    if (!comm->all(held)) return false;
+    sc.used = true;
+    return true;
+  }
+
+  /// α_i = exp((f_i − f̄_i)/ε) (0 for a zero weight) into `alpha`; a row whose
+  /// α leaves [2^−Θ, 2^Θ] absorbs it (f̄_i = f_i, its row of K̃ rebuilt).
+  void row_scalings(double eps) {
+    const double bound = detail::ScalingLimits<T>::bound;
+    std::vector<T> alpha(static_cast<std::size_t>(padded_rows()), T(0));
+    std::vector<std::int32_t> pick(static_cast<std::size_t>(std::max<std::int64_t>(rows.count, 1)), 0);
+    std::int64_t picked = 0;
+    for (std::int64_t i = 0; i < rows.count; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (!(a[k] > 0)) continue;
+      double v = std::exp((f[k] - sc.f_bar[k]) / eps);
+      if (!(v >= 1 / bound && v <= bound) && std::isfinite(f[k])) {
+        sc.f_bar[k] = static_cast<double>(static_cast<T>(f[k]));
+        v = std::exp((f[k] - sc.f_bar[k]) / eps);
+        pick[k] = 1;
+        ++picked;
+      }
+      alpha[k] = static_cast<T>(v);
+    }
+    detail::copy_to(sc.alpha, alpha);
+    if (picked == 0) return;
+    std::vector<T> f_bar_t(static_cast<std::size_t>(padded_rows()), T(0));
+    for (std::size_t k = 0; k < sc.f_bar.size(); ++k) f_bar_t[k] = static_cast<T>(sc.f_bar[k]);
+    detail::copy_to(sc.f_bar_d, f_bar_t);
+    detail::copy_to(sc.selected, pick);
+    launch_kernel(eps, true);
+    sc.absorbed += picked;
+  }
+
+  void launch_scaling_columns(bool max_mode) {
+    detail::ScalingColumnSweep<T> sweep{data, sc.kernel, sc.alpha, sc.scale, top, limbs, max_mode};
+    if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_columns",
+                         detail::tile_policy(data.col_tiles, sweep.scratch_bytes()), sweep);
+    Kokkos::fence();
+    ++sweeps;
+  }
+
+  void set_column_scales() {
+    std::vector<double> scale(static_cast<std::size_t>(padded_cols()), 1.0);
+    for (std::int64_t j = 0; j < m; ++j)
+      scale[static_cast<std::size_t>(j)] = std::ldexp(1.0, -sc.col_exp[static_cast<std::size_t>(j)]);
+    detail::copy_to(sc.scale, scale);
+  }
+
+  /// LSE_i (f_i − c_ij)/ε = log S_j − ḡ_j/ε over every rank's rows, identical
+  /// bits on every rank; false (on every rank) when some S_j of a positive
+  /// weight is zero or not finite.
+  bool scaling_columns(double eps, std::vector<double>& lse) {
+    ProfilingRegion region("kotml::ot::tiled_scaling_column_update");
+    row_scalings(eps);
+    std::vector<double> total;
+    bool accepted = false;
+    if (sc.have_exp) {
+      set_column_scales();
+      launch_scaling_columns(false);
+      total = reduce_columns(limbs, padded_cols());
+      accepted = true;
+      for (std::int64_t j = 0; j < m; ++j) {
+        const double t = total[static_cast<std::size_t>(j)];
+        if (b[static_cast<std::size_t>(j)] > 0 && !(t >= accept_low && t <= accept_high)) accepted = false;
+      }
+      if (!accepted) ++retries;
+    }
+    if (!accepted) {
+      launch_scaling_columns(true);
+      const auto maxima = all_column_maxima();
+      sc.col_exp.assign(static_cast<std::size_t>(m), 0);
+      for (std::int64_t j = 0; j < m; ++j) {
+        const double v = static_cast<double>(maxima(j));
+        if (v > 0 && std::isfinite(v)) sc.col_exp[static_cast<std::size_t>(j)] = std::ilogb(v);
+      }
+      set_column_scales();
+      launch_scaling_columns(false);
+      total = reduce_columns(limbs, padded_cols());
+    }
+    bool held = true;
+    lse.resize(static_cast<std::size_t>(m));
+    for (std::int64_t j = 0; j < m; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      const double sum = std::ldexp(total[k], sc.col_exp[k]);
+      const bool usable = sum > 0 && std::isfinite(sum);
+      if (b[k] > 0 && !usable) held = false;
+      lse[k] = std::log(sum) - sc.g_bar[k] / eps;
+      if (usable) sc.col_exp[k] = std::ilogb(sum);
+    }
+    sc.have_exp = true;
+    if (held) sc.used = true;
+    return held;
   }
 
   // ---------------------------------------------------------- updates
@@ -469,6 +735,8 @@ struct TiledSinkhorn<T>::Impl {
     const bool symmetric = options.updates == DualUpdates::symmetric;
     const bool both_sides = symmetric || !options.balanced();
     const std::int64_t sweeps_before = sweeps, retries_before = retries;
+    const std::int64_t builds_before = sc.builds, absorbed_before = sc.absorbed;
+    sc.used = false;
     report.status = SolveStatus::max_iter;
     // Whole blocks of inner iterations, each ending with a check (OTT's
     // fixed-point loop): the limit rounds up to a multiple of the block.
@@ -540,6 +808,10 @@ struct TiledSinkhorn<T>::Impl {
       report.status = SolveStatus::numerical_error;
       report.converged = false;
     }
+    report.scaling_domain = sc.used && !sc.failed;
+    report.scaling_fallback = sc.failed;
+    report.kernel_builds = sc.builds - builds_before;
+    report.rows_absorbed = sc.absorbed - absorbed_before;
     report.tile_sweeps = sweeps - sweeps_before;
     report.shift_retries = retries - retries_before;
     report.seconds = timer.seconds();
@@ -711,12 +983,33 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   // Storage by memory budget, agreed over ranks.
   const std::size_t local_bytes =
       static_cast<std::size_t>(d.row_tiles * d.col_tiles) * detail::tile_entries * sizeof(T);
-  s.budget = options.cost_memory > 0 ? options.cost_memory : default_cost_memory(comm);
+  const std::size_t local_budget = options.cost_memory > 0 ? options.cost_memory : default_cost_memory(comm);
+  s.budget = local_budget;
   const bool fits = comm.all(local_bytes <= s.budget);
   s.stored_bytes = static_cast<std::size_t>(comm.max(static_cast<std::int64_t>(local_bytes)));
   s.budget = static_cast<std::size_t>(-comm.max(-static_cast<std::int64_t>(s.budget)));
   const bool store = options.storage == CostStorage::stored || (options.storage == CostStorage::automatic && fits);
   s.storing = store;
+  // The scaling domain keeps K̃ beside the costs: twice the stored bytes.
+  const bool kernel_fits = comm.all(2 * local_bytes <= local_budget);
+  comm.phase([&] {
+    if (options.domain == SinkhornDomain::scaling && !store)
+      throw Error::option("sinkhorn-domain", "the scaling domain needs stored costs, and they do not fit --cost-memory");
+  });
+  s.sc.allowed = store && options.updates == DualUpdates::alternating &&
+                 (options.domain == SinkhornDomain::scaling ||
+                  (options.domain == SinkhornDomain::automatic && kernel_fits));
+  if (s.sc.allowed) {
+    s.sc.f_bar_d = Vector<T>(no_init("kotml::ot::tiled_scaling_f_bar"), s.padded_rows());
+    s.sc.g_bar_d = Vector<T>(no_init("kotml::ot::tiled_scaling_g_bar"), s.padded_cols());
+    s.sc.alpha = Vector<T>(no_init("kotml::ot::tiled_scaling_alpha"), s.padded_rows());
+    s.sc.beta = Vector<T>(no_init("kotml::ot::tiled_scaling_beta"), s.padded_cols());
+    s.sc.scale = Vector<double>(no_init("kotml::ot::tiled_scaling_scale"), s.padded_cols());
+    s.sc.low = Vector<double>(no_init("kotml::ot::tiled_scaling_low"), std::max<std::int64_t>(n_local, 1));
+    s.sc.span = Vector<double>(no_init("kotml::ot::tiled_scaling_span"), std::max<std::int64_t>(n_local, 1));
+    s.sc.selected = Kokkos::View<std::int32_t*, MemSpace>(no_init("kotml::ot::tiled_scaling_rows"),
+                                                          std::max<std::int64_t>(n_local, 1));
+  }
   if (store) {
     ProfilingRegion region("kotml::ot::tiled_store_costs");
     comm.phase([&] {  // every rank, also one without rows: the phase is collective
@@ -750,6 +1043,7 @@ void TiledSinkhorn<T>::set_potentials(const std::vector<double>& f_local, const 
     s.f[i] = s.a[i] > 0 ? f_local[i] : -std::numeric_limits<double>::infinity();
   for (std::size_t j = 0; j < g.size(); ++j) s.g[j] = s.b[j] > 0 ? g[j] : -std::numeric_limits<double>::infinity();
   s.eps_of_col = s.eps_of_row = -1;
+  s.sc.active = false;  // K̃ is rebuilt around the new potentials
 }
 
 template <class T>

@@ -241,12 +241,24 @@ TEST(OtCli, SinkhornOnH5adAndOnHdf5AreTheSameProblem) {
     args.insert(args.end(), common.begin(), common.end());
     return args;
   };
-  const auto h5 = parse(run_kotml(with({"--input", dir.file("in.h5"), "-o", dir.file("a.h5")})));
+  const auto h5 = parse(run_kotml(with({"--input", dir.file("in.h5"), "-o", dir.file("a.h5"), "--sinkhorn-domain", "log"})));
   const auto ad = parse(run_kotml(with({"--source", dir.file("x.h5ad"), "--target", dir.file("y.h5ad"), "--use-rep",
                                         "X_emb", "-o", dir.file("b.h5"), "--online"})));
   EXPECT_EQ(h5["status"], "optimal");
   EXPECT_EQ(h5["cost_storage"], "stored");
   EXPECT_EQ(ad["cost_storage"], "online");
+  EXPECT_EQ(h5["sinkhorn_domain"], "log");
+  EXPECT_EQ(ad["sinkhorn_domain"], "log");
+  // By default stored costs take the scaling domain: the same answer up to rounding.
+  const auto scaled = parse(run_kotml(with({"--input", dir.file("in.h5"), "-o", dir.file("c.h5")})));
+  EXPECT_EQ(scaled["sinkhorn_domain"], "scaling");
+  EXPECT_EQ(scaled["iterations"], h5["iterations"]);
+  EXPECT_NEAR(scaled["cost"].get<double>(), h5["cost"].get<double>(), 1e-12);
+  {
+    const auto c = io::h5::File::open_read(dir.file("c.h5")), a = io::h5::File::open_read(dir.file("a.h5"));
+    const auto fc = c.read<double>("/f"), fa = a.read<double>("/f");
+    for (std::size_t i = 0; i < fa.size(); ++i) EXPECT_NEAR(fc[i], fa[i], 1e-12) << i;
+  }
   EXPECT_EQ(h5["cost"], ad["cost"]);
   EXPECT_EQ(h5["iterations"], ad["iterations"]);
   const auto a = io::h5::File::open_read(dir.file("a.h5")), b = io::h5::File::open_read(dir.file("b.h5"));

@@ -20,10 +20,12 @@ struct Setup {
 };
 
 template <class T>
-void expect_rank_independent(const Setup& setup) {
+void expect_rank_independent(const Setup& setup, const std::vector<std::int64_t>& tiny_rows = {}) {
   const dist::Comm world;
   const dist::Comm self(MPI_COMM_SELF);
-  const auto x = test::random_cloud(setup.n, setup.dim, 101), y = test::random_cloud(setup.m, setup.dim, 102);
+  auto x = test::random_cloud(setup.n, setup.dim, 101);
+  const auto y = test::random_cloud(setup.m, setup.dim, 102);
+  for (const auto i : tiny_rows) x.weights[static_cast<std::size_t>(i)] = 1e-15;
   PointCost cost;
   cost.kind = setup.kind;
   cost.feature_weight = 0.5;
@@ -38,6 +40,13 @@ void expect_rank_independent(const Setup& setup) {
   EXPECT_EQ(r_shared.iterations, r_alone.iterations);
   EXPECT_EQ(r_shared.errors, r_alone.errors);
   EXPECT_EQ(r_shared.status, r_alone.status);
+  EXPECT_EQ(r_shared.scaling_domain, r_alone.scaling_domain);
+  EXPECT_EQ(r_shared.kernel_builds, r_alone.kernel_builds);
+  EXPECT_EQ(world.sum(r_shared.rows_absorbed), r_alone.rows_absorbed);
+  if (setup.options.domain == SinkhornDomain::scaling) {
+    EXPECT_TRUE(r_alone.scaling_domain);
+    EXPECT_EQ(r_alone.rows_absorbed > 0, !tiny_rows.empty());
+  }
   EXPECT_EQ(shared.g(), alone.g());
   const auto f_all = alone.f();
   EXPECT_EQ(shared.f(), std::vector<double>(f_all.begin() + mine.begin, f_all.begin() + mine.begin + mine.count));
@@ -82,6 +91,18 @@ TEST(TiledSinkhornRanks, AlternatingFloatWithLabelsOnline) {
 TEST(TiledSinkhornRanks, SymmetricUnbalancedDoubleStored) {
   expect_rank_independent<double>({300, 200, 4, Cost::sqeuclidean, false,
                                    with(0.5, 0.9, DualUpdates::symmetric, CostStorage::stored, 200)});
+}
+
+TEST(TiledSinkhornRanks, ScalingDomainFloatWithLabelsAndAbsorbedRows) {
+  // Three rows of tiny weight are absorbed on whichever rank holds them.
+  auto o = with(0.05, 0.8, DualUpdates::alternating, CostStorage::stored, 300);
+  o.domain = SinkhornDomain::scaling;
+  expect_rank_independent<float>({300, 270, 6, Cost::cosine, true, o}, {7, 150, 290});
+}
+
+TEST(TiledSinkhornRanks, ScalingDomainDoubleWithAnIdleRank) {
+  auto o = with(0.05, 1.0, DualUpdates::alternating, CostStorage::automatic, 300);
+  expect_rank_independent<double>({100, 90, 3, Cost::cosine, false, o});
 }
 
 TEST(TiledSinkhornRanks, RelativeEpsilonScaledEuclideanWithAnIdleRank) {

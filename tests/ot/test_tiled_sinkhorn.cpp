@@ -127,6 +127,7 @@ void check_stored_equals_online(DualUpdates updates, bool labelled, double tau) 
   o.tau_b = tau;
   o.max_iterations = 200;
   o.storage = CostStorage::stored;
+  o.domain = SinkhornDomain::log;  // the scaling domain reads K̃, not the costs
   const auto stored = solve<T>(x, y, cost, o);
   o.storage = CostStorage::online;
   const auto online = solve<T>(x, y, cost, o);
@@ -249,6 +250,168 @@ TEST(TiledSinkhorn, VariantsReachTheSameFixedPoint) {
     // Symmetric updates average, so they take more iterations, each one sweep.
     EXPECT_GT(symmetric.report.iterations, plain.report.iterations);
   }
+}
+
+// ------------------------------------------------------ the scaling domain
+
+/// The largest |Δ| between two potential vectors, in units of ε.
+double worst_over_eps(const std::vector<double>& p, const std::vector<double>& q, double eps) {
+  EXPECT_EQ(p.size(), q.size());
+  double worst = 0;
+  for (std::size_t k = 0; k < p.size(); ++k)
+    if (std::isfinite(p[k]) || std::isfinite(q[k])) worst = std::max(worst, std::fabs(p[k] - q[k]) / eps);
+  return worst;
+}
+
+/// pairOT's kind of problem (half a cosine plus a label term, ε = 0.05), a
+/// fixed number of iterations in both domains: the same iterates up to rounding.
+template <class T>
+void check_domains_agree(double tau, double tolerance) {
+  const auto x = random_cloud(150, 6, 51), y = random_cloud(300, 6, 52);
+  PointCost cost;
+  cost.kind = Cost::cosine;
+  cost.feature_weight = 0.25;
+  cost.label = test::label_table(3, 3, 1.5);
+  TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.tau_a = o.tau_b = tau;
+  o.threshold = 0;
+  o.max_iterations = 300;
+  o.domain = SinkhornDomain::log;
+  const auto log_domain = solve<T>(x, y, cost, o);
+  o.domain = SinkhornDomain::scaling;
+  const auto scaling = solve<T>(x, y, cost, o);
+  EXPECT_FALSE(log_domain.report.scaling_domain);
+  EXPECT_TRUE(scaling.report.scaling_domain);
+  EXPECT_FALSE(scaling.report.scaling_fallback);
+  EXPECT_EQ(scaling.report.kernel_builds, 1);
+  EXPECT_EQ(scaling.report.iterations, log_domain.report.iterations);
+  EXPECT_LT(worst_over_eps(scaling.f, log_domain.f, o.epsilon), tolerance) << "tau " << tau;
+  EXPECT_LT(worst_over_eps(scaling.g, log_domain.g, o.epsilon), tolerance) << "tau " << tau;
+  ASSERT_EQ(scaling.report.errors.size(), log_domain.report.errors.size());
+  for (std::size_t k = 0; k < scaling.report.errors.size(); ++k)
+    EXPECT_NEAR(scaling.report.errors[k], log_domain.report.errors[k],
+                1e3 * tolerance * log_domain.report.errors[k] + 1e-2 * tolerance)
+        << "check " << k;
+}
+
+TEST(TiledSinkhorn, ScalingAndLogDomainsIterateAlike) {
+  check_domains_agree<double>(1.0, 1e-11);
+  check_domains_agree<double>(0.8, 1e-11);
+  check_domains_agree<float>(1.0, 2e-4);
+  check_domains_agree<float>(0.8, 2e-4);
+}
+
+TEST(TiledSinkhorn, AutomaticDomainFollowsTheCostRangeAndTheStorage) {
+  const auto x = random_cloud(100, 4, 61), y = random_cloud(120, 4, 62);
+  TiledSinkhornOptions o;
+  o.max_iterations = 20;
+  PointCost cosine;
+  cosine.kind = Cost::cosine;
+  o.epsilon = 0.05;  // costs in [0, 2] = 40ε: K̃ is representable
+  EXPECT_TRUE(solve<float>(x, y, cosine, o).report.scaling_domain);
+  o.epsilon = 0.02;  // 100ε: beyond float's 60ε, within double's 600ε
+  EXPECT_FALSE(solve<float>(x, y, cosine, o).report.scaling_domain);
+  EXPECT_TRUE(solve<double>(x, y, cosine, o).report.scaling_domain);
+  o.epsilon = 0.05;
+  o.storage = CostStorage::online;
+  EXPECT_FALSE(solve<float>(x, y, cosine, o).report.scaling_domain);
+  o.storage = CostStorage::automatic;
+  o.updates = DualUpdates::symmetric;
+  EXPECT_FALSE(solve<float>(x, y, cosine, o).report.scaling_domain);
+  o.updates = DualUpdates::alternating;
+  o.cost_memory = 64 * 256 * 4 * 3;  // two tiles of costs fit, K̃ beside them does not
+  const auto tight_memory = solve<float>(x, y, cosine, o).report;
+  EXPECT_TRUE(tight_memory.stored);
+  EXPECT_FALSE(tight_memory.scaling_domain);
+  o.cost_memory = 0;
+  o.domain = SinkhornDomain::log;
+  EXPECT_FALSE(solve<float>(x, y, cosine, o).report.scaling_domain);
+  // Squared distances between blobs span hundreds of ε.
+  o.domain = SinkhornDomain::automatic;
+  o.epsilon = 0.05;
+  EXPECT_FALSE(solve<double>(x, y, PointCost(), o).report.scaling_domain);
+}
+
+TEST(TiledSinkhorn, ScalingDomainNeedsStoredCostsAndAlternatingUpdates) {
+  TiledSinkhornOptions o;
+  o.domain = SinkhornDomain::scaling;
+  o.storage = CostStorage::online;
+  EXPECT_THROW(o.validate(), Error);
+  o.storage = CostStorage::automatic;
+  o.updates = DualUpdates::symmetric;
+  EXPECT_THROW(o.validate(), Error);
+  o.updates = DualUpdates::alternating;
+  EXPECT_NO_THROW(o.validate());
+  const auto x = random_cloud(100, 4, 61), y = random_cloud(120, 4, 62);
+  o.cost_memory = 1000;  // nothing fits: online
+  EXPECT_THROW(solve<double>(x, y, PointCost(), o), Error);
+}
+
+TEST(TiledSinkhorn, ScalingDomainAbsorbsRowsAndRebuildsTheKernel) {
+  // Rows of weight 1e-15 have scalings a_i/R_i below 2^-40 in float: they are
+  // absorbed one by one. An unbalanced warm start far from the fixed point
+  // moves g by more than 40 ln 2 ε: K̃ is rebuilt around it.
+  auto x = random_cloud(130, 4, 71);
+  const auto y = random_cloud(110, 4, 72);
+  for (std::size_t i = 0; i < 130; i += 13) x.weights[i] = 1e-15;
+  PointCost cost;
+  cost.kind = Cost::cosine;
+  TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.tau_a = o.tau_b = 0.6;
+  o.threshold = 1e-6;
+  o.max_iterations = 3000;
+  DevicePoints<float> dx(x), dy(y);
+  std::vector<double> f0(130), g0(110);
+  for (auto& v : f0) v = 4.0;
+  for (auto& v : g0) v = -1.0;
+  std::vector<std::vector<double>> potentials;
+  for (auto domain : {SinkhornDomain::log, SinkhornDomain::scaling}) {
+    o.domain = domain;
+    TiledSinkhorn<float> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+    solver.set_potentials(f0, g0);
+    const auto report = solver.solve();
+    ASSERT_TRUE(report.converged);
+    if (domain == SinkhornDomain::scaling) {
+      EXPECT_TRUE(report.scaling_domain);
+      EXPECT_GE(report.rows_absorbed, 10);
+      EXPECT_GE(report.kernel_builds, 2);
+    }
+    potentials.push_back(solver.f());
+    potentials.push_back(solver.g());
+  }
+  EXPECT_LT(worst_over_eps(potentials[0], potentials[2], o.epsilon), 1e-2);
+  EXPECT_LT(worst_over_eps(potentials[1], potentials[3], o.epsilon), 1e-2);
+}
+
+TEST(TiledSinkhorn, ScalingDomainFallsBackToTheLogDomain) {
+  // A column of weight 1e-300 has g_j ≈ ε log 1e-300: its column of K̃ is zero
+  // in float. The automatic rule sees the span and takes the log domain;
+  // forced, the scaling domain fails at its first column sum and the log
+  // domain finishes.
+  const auto x = random_cloud(90, 3, 81);
+  auto y = random_cloud(80, 3, 82);
+  y.weights[5] = 1e-300;
+  PointCost cost;
+  cost.kind = Cost::cosine;
+  TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.threshold = 0;
+  o.max_iterations = 300;
+  o.domain = SinkhornDomain::scaling;
+  const auto forced = solve<float>(x, y, cost, o);
+  o.domain = SinkhornDomain::automatic;
+  const auto automatic = solve<float>(x, y, cost, o);
+  o.domain = SinkhornDomain::log;
+  const auto plain = solve<float>(x, y, cost, o);
+  EXPECT_TRUE(forced.report.scaling_fallback);
+  EXPECT_FALSE(forced.report.scaling_domain);
+  EXPECT_FALSE(automatic.report.scaling_fallback);
+  EXPECT_FALSE(automatic.report.scaling_domain);
+  EXPECT_EQ(automatic.f, plain.f);
+  EXPECT_LT(worst_over_eps(forced.f, plain.f, o.epsilon), 2e-4);
+  EXPECT_LT(worst_over_eps(forced.g, plain.g, o.epsilon), 2e-4);
 }
 
 TEST(TiledSinkhorn, WarmStartFromConvergedPotentialsStopsAtTheFirstCheck) {

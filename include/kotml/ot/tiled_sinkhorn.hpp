@@ -62,6 +62,33 @@
 // them. Stored and recomputed tiles are the same bits, so the choice never
 // changes a result.
 //
+// Scaling domain (stored costs, alternating updates, at the target ε). The
+// log-sum-exps above are also
+//
+//   LSE_i (f_i − c_ij)/ε = log S_j − ḡ_j/ε,   S_j = Σ_i α_i K̃_ij,
+//   LSE_j (g_j − c_ij)/ε = log R_i − f̄_i/ε,   R_i = Σ_j K̃_ij β_j,
+//
+// with K̃_ij = exp((f̄_i + ḡ_j − c_ij)/ε) stored next to the costs (same tile
+// layout), α_i = exp((f_i − f̄_i)/ε) and β_j = exp((g_j − ḡ_j)/ε). An update
+// then reads K̃ once and takes no exp per entry. f and g, the updates, the
+// errors and the stopping rule are those of the log domain, so both domains
+// iterate to the same fixed point through iterates that differ by rounding.
+//   * K̃ is built before the first row update at the target ε, with ḡ = g and
+//     f̄_i = min_j (c_ij − ḡ_j), so that every row's largest entry is 1. ε-scaling
+//     steps and symmetric updates stay in the log domain.
+//   * Absorption keeps α and β in [2^−Θ, 2^Θ] (Θ = 40 float, 200 double): a row
+//     whose α leaves it is rebuilt with f̄_i = f_i (a decision of that row alone,
+//     so it does not depend on the rank count); a β outside it rebuilds K̃ with
+//     ḡ = g on every rank.
+//   * S_j is summed per row tile in T and deposited in fixed point after a
+//     power-of-two scale 2^−e_j (e_j from the last total, or from the exact
+//     column maxima when a total leaves [2^−20, 2^30]), so it is exact over ranks
+//     like the log domain's column sums. R_i is local.
+//   * automatic takes this domain when max_i (max_j − min_j)(c_ij − ḡ_j) ≤ 60ε
+//     (float) or 600ε (double), the batch solver's rule, and when K̃ fits the
+//     memory budget beside the costs; a zero, infinite or NaN S_j or R_i (where
+//     the weight is positive) sends the rest of the solve back to the log domain.
+//
 // Precision: T (float or double) is the type of the points, costs, exps and
 // per-tile sums; potentials and log-sum-exps are kept in double.
 
@@ -77,6 +104,7 @@
 #include "kotml/dist/comm.hpp"
 #include "kotml/ot/batch.hpp"
 #include "kotml/ot/point_cost.hpp"
+#include "kotml/ot/sinkhorn.hpp"
 
 namespace kotml::ot {
 
@@ -123,6 +151,7 @@ struct TiledSinkhornOptions {
   double epsilon_decay = 1.0;  // ≤ 1
   CostStorage storage = CostStorage::automatic;
   std::size_t cost_memory = 0;  // bytes per rank for stored costs; 0: a quarter of the rank's free memory
+  SinkhornDomain domain = SinkhornDomain::automatic;  // scaling needs stored costs
 
   /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1], threshold
   /// < 0, inner_iterations < 1, max_iterations < 1, epsilon_init < 1 or
@@ -142,6 +171,10 @@ struct TiledSinkhornReport {
   std::size_t cost_memory = 0;   // the smallest rank's budget that decided
   std::int64_t tile_sweeps = 0;     // passes over every tile of a rank
   std::int64_t shift_retries = 0;   // column half-steps redone with exact maxima
+  bool scaling_domain = false;      // the scaling domain ran (and did not fall back)
+  bool scaling_fallback = false;    // it failed and the log domain finished the solve
+  std::int64_t kernel_builds = 0;   // whole-K̃ builds
+  std::int64_t rows_absorbed = 0;   // single rows of K̃ rebuilt (this rank)
   double seconds = 0;               // solve time on rank 0
 };
 

@@ -1,0 +1,37 @@
+#pragma once
+// Host kernels of the scaling-domain Sinkhorn (scaling_host.cpp, one copy per
+// x86 SIMD level), shared by the batch solver (sinkhorn_scaling.cpp) and the
+// tiled one (tiled_scaling.hpp).
+
+#include <cstdint>
+
+namespace kotml::ot::detail {
+
+/// The limits of the scaling domain in precision T, for both solvers.
+template <class T>
+struct ScalingLimits;
+template <>
+struct ScalingLimits<float> {
+  static constexpr double span = 60;       // largest (max − min) cost over ε in a row
+  static constexpr double bound = 0x1p40;  // absorb a scaling outside [1/bound, bound]
+};
+template <>
+struct ScalingLimits<double> {
+  static constexpr double span = 600;
+  static constexpr double bound = 0x1p200;
+};
+
+/// Σ_j k_j w_j with a fixed lane layout: the bits depend on the inputs alone.
+double scaling_dot_host(const double* k, const double* w, std::int64_t m);
+float scaling_dot_host(const float* k, const float* w, std::int64_t m);
+/// acc_j (=|+=) alpha·k_j.
+void scaling_axpy_host(const double* k, std::int64_t m, double alpha, double* acc, bool assign);
+void scaling_axpy_host(const float* k, std::int64_t m, float alpha, float* acc, bool assign);
+/// out_j = exp((shift + g_j − c_j)·s).
+void scaling_kernel_row_host(const double* c, const double* g, std::int64_t m, double shift, double s, double* out);
+void scaling_kernel_row_host(const float* c, const float* g, std::int64_t m, float shift, float s, float* out);
+/// min_j and max_j of c_j − g_j.
+void scaling_row_range_host(const double* c, const double* g, std::int64_t m, double* low, double* high);
+void scaling_row_range_host(const float* c, const float* g, std::int64_t m, float* low, float* high);
+
+}  // namespace kotml::ot::detail

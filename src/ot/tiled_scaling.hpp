@@ -1,0 +1,241 @@
+#pragma once
+// The sweeps of the tiled Sinkhorn's scaling domain (the maths is in
+// kotml/ot/tiled_sinkhorn.hpp). They read the stored costs C and the kernel K̃,
+// both in the tile layout of tile_costs.hpp (tile (I, J) at (I·col_tiles + J)·
+// tile_entries, 64 × 256 row-major), and only the valid rows_in(I) × cols_in(J)
+// part of a tile: padding is never read.
+//
+// Determinism: a row's sum adds its column tiles in order (a fixed-lane dot
+// product inside a tile); a column's sum adds the rows of one row tile in order
+// in T and deposits each tile's part in fixed point, so neither depends on the
+// thread count, the rank count or the schedule.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "kotml/core/math.hpp"
+#include "kotml/core/types.hpp"
+#include "kotml/ot/fast_exp.hpp"
+#include "scaling_host.hpp"
+#include "tiled_sweeps.hpp"
+
+namespace kotml::ot::detail {
+
+/// The offset of tile (I, J) in stored costs and in K̃.
+template <class T>
+KOKKOS_INLINE_FUNCTION std::int64_t tile_offset(const TileCostData<T>& costs, std::int64_t I, std::int64_t J) {
+  return (I * costs.col_tiles + J) * tile_entries;
+}
+
+/// K̃_ij = exp((f̄_i + ḡ_j − c_ij)·s) for every row, or for the rows whose
+/// `selected` flag is set; one team per row tile.
+template <class T>
+struct KernelSweep {
+  TileCostData<T> costs;  // stored
+  Vector<T> kernel;
+  Vector<const T> f_bar, g_bar;  // per padded row / column
+  T s;
+  Kokkos::View<const std::int32_t*, MemSpace> selected;  // per local row; empty: all
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+      const T* c = costs.stored.data() + tile_offset(costs, I, J);
+      T* k = kernel.data() + tile_offset(costs, I, J);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        const std::int64_t r = I * tile_rows + i;
+        if (selected.extent(0) > 0 && selected(r) == 0) return;
+#ifdef KOTML_DEVICE_PASS
+        const T fi = f_bar(r);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, width), [&](const std::int64_t j) {
+          k[i * tile_cols + j] = fast_exp((fi + g_bar(col0 + j) - c[i * tile_cols + j]) * s);
+        });
+#else
+        scaling_kernel_row_host(c + i * tile_cols, g_bar.data() + col0, width, f_bar(r), s, k + i * tile_cols);
+#endif
+      });
+    }
+  }
+};
+
+/// Per local row, low(r) = min_j (c_ij − ḡ_j) and span(r) = max_j (c_ij − ḡ_j)
+/// − low(r), in double; one team per row tile, its tiles read whole in order
+/// (a row's 1 KiB pieces 64 KiB apart would defeat the prefetchers).
+template <class T>
+struct RowRangeSweep {
+  TileCostData<T> costs;  // stored
+  Vector<const T> g_bar;
+  Vector<double> low, span;
+
+  static std::size_t scratch_bytes() { return 2 * tile_rows * sizeof(double) + 256; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    ScratchCarver pad{team.team_scratch(1)};
+    double* lo = pad.take<double>(tile_rows);
+    double* hi = pad.take<double>(tile_rows);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        lo[i] = kmath::infinity<double>();
+        hi[i] = -kmath::infinity<double>();
+      });
+    });
+    team.team_barrier();
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+      const T* tile = costs.stored.data() + tile_offset(costs, I, J);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        const T* c = tile + i * tile_cols;
+        T tile_lo = kmath::infinity<T>(), tile_hi = -kmath::infinity<T>();
+#ifdef KOTML_DEVICE_PASS
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, width),
+            [&](const std::int64_t j, T& least) {
+              const T d = c[j] - g_bar(col0 + j);
+              least = d < least ? d : least;
+            },
+            Kokkos::Min<T>(tile_lo));
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, width),
+            [&](const std::int64_t j, T& most) {
+              const T d = c[j] - g_bar(col0 + j);
+              most = d > most ? d : most;
+            },
+            Kokkos::Max<T>(tile_hi));
+#else
+        scaling_row_range_host(c, g_bar.data() + col0, width, &tile_lo, &tile_hi);
+#endif
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          lo[i] = kmath::fmin(lo[i], static_cast<double>(tile_lo));
+          hi[i] = kmath::fmax(hi[i], static_cast<double>(tile_hi));
+        });
+      });
+      team.team_barrier();
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const std::int64_t r = I * tile_rows + i;
+        low(r) = lo[i];
+        span(r) = hi[i] - lo[i];
+      });
+    });
+  }
+};
+
+/// sum(r) = R_r = Σ_j K̃_rj β_j: per column tile a fixed-lane dot product in T,
+/// the tiles added in order in double; one team per row tile, its tiles read
+/// whole in order.
+template <class T>
+struct ScalingRowSweep {
+  TileCostData<T> costs;
+  Vector<const T> kernel, beta;  // beta per padded column
+  Vector<double> sum;
+
+  static std::size_t scratch_bytes() { return tile_rows * sizeof(double) + 256; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    ScratchCarver pad{team.team_scratch(1)};
+    double* total = pad.take<double>(tile_rows);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] = 0; });
+    });
+    team.team_barrier();
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+      const T* tile = kernel.data() + tile_offset(costs, I, J);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        const T* k = tile + i * tile_cols;
+        T part = 0;
+#ifdef KOTML_DEVICE_PASS
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, width), [&](const std::int64_t j, T& local) { local += k[j] * beta(col0 + j); },
+            part);
+#else
+        part = scaling_dot_host(k, beta.data() + col0, width);
+#endif
+        Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] += static_cast<double>(part); });
+      });
+      team.team_barrier();
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() { sum(I * tile_rows + i) = total[i]; });
+    });
+  }
+};
+
+/// For each column (one team per column tile, row tiles in order):
+///   sum mode: limbs(j) += 2^−e_j·Σ_{i in the tile} α_i K̃_ij, one fixed-point
+///             deposit per row tile (`scale` holds 2^−e_j; a part that cannot be
+///             held poisons the column);
+///   max mode: top(j) = max_i α_i K̃_ij over this rank's rows.
+template <class T>
+struct ScalingColumnSweep {
+  TileCostData<T> costs;
+  Vector<const T> kernel, alpha;  // alpha per padded row (0 past the rows)
+  Vector<const double> scale;     // sum mode, per padded column
+  Vector<T> top;                  // max mode, per padded column
+  Limbs limbs;                    // sum mode, padded columns × column_limbs
+  bool max_mode = false;
+
+  static std::size_t scratch_bytes() { return ((tile_cols * sizeof(T) + 127) / 128) * 128 + 256; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t J = team.league_rank();
+    const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+    ScratchCarver pad{team.team_scratch(1)};
+    T* acc = pad.take<T>(tile_cols);
+    if (max_mode)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
+      });
+    team.team_barrier();
+    for (std::int64_t I = 0; I < costs.row_tiles; ++I) {
+      const T* tile = kernel.data() + tile_offset(costs, I, J);
+      const std::int64_t rows = costs.rows_in(I);
+      const T* a = alpha.data() + I * tile_rows;
+      if (max_mode) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            for (std::int64_t i = 0; i < rows; ++i) {
+              const T v = a[i] * tile[i * tile_cols + k];
+              acc[k] = v > acc[k] ? v : acc[k];
+            }
+          });
+        });
+        team.team_barrier();
+        continue;
+      }
+#ifdef KOTML_DEVICE_PASS
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          T s = 0;
+          for (std::int64_t i = 0; i < rows; ++i) s += a[i] * tile[i * tile_cols + k];
+          acc[k] = s;
+        });
+      });
+#else
+      for (std::int64_t i = 0; i < rows; ++i) scaling_axpy_host(tile + i * tile_cols, width, a[i], acc, i == 0);
+#endif
+      team.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
+          if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]) * scale(col0 + k))) ColumnFixed::poison(limb);
+        });
+      });
+      team.team_barrier();
+    }
+    if (max_mode)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() { top(col0 + k) = acc[k]; });
+      });
+  }
+};
+
+}  // namespace kotml::ot::detail
