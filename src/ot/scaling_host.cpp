@@ -1,4 +1,5 @@
-// Host kernels of the scaling-domain Sinkhorn (sinkhorn_scaling.cpp), compiled
+// Host kernels of the scaling-domain Sinkhorn (sinkhorn_scaling.cpp,
+// tiled_scaling.hpp) and of the tiled plan's rows (tiled_sweeps.hpp), compiled
 // per x86 SIMD level with the flags of every host SIMD file (src/CMakeLists.txt).
 // The dot product keeps W accumulators: lane l adds the terms j ≡ l (mod W) in
 // increasing j and the lanes are combined in a fixed pairwise tree, so its bits
@@ -44,6 +45,14 @@ template <class T>
 __attribute__((always_inline)) inline void kernel_row(const T* __restrict c, const T* __restrict g, std::int64_t m,
                                                       T shift, T s, T* __restrict out) {
   for (std::int64_t j = 0; j < m; ++j) out[j] = fast_exp((shift + g[j] - c[j]) * s);
+}
+
+/// out_j = exp(u + h_j − s·c_j): one row of a tiled plan (the entry of
+/// tiled_sweeps.hpp's portable loops, written the same way).
+template <class T>
+__attribute__((always_inline)) inline void plan_row(const T* __restrict c, const T* __restrict h, std::int64_t m, T u,
+                                                    T s, T* __restrict out) {
+  for (std::int64_t j = 0; j < m; ++j) out[j] = fast_exp(u + h[j] - s * c[j]);
 }
 
 /// min_j and max_j of c_j − g_j, in W lanes (minimum and maximum are exact, so
@@ -95,6 +104,13 @@ KOTML_SIMD_DISPATCHED(void, scaling_kernel_row_host,
 KOTML_SIMD_DISPATCHED(void, scaling_kernel_row_host,
                       (const float* c, const float* g, std::int64_t m, float shift, float s, float* out),
                       (c, g, m, shift, s, out), kernel_row<float>(c, g, m, shift, s, out))
+
+KOTML_SIMD_DISPATCHED(void, plan_row_host,
+                      (const double* c, const double* h, std::int64_t m, double u, double s, double* out),
+                      (c, h, m, u, s, out), plan_row<double>(c, h, m, u, s, out))
+KOTML_SIMD_DISPATCHED(void, plan_row_host,
+                      (const float* c, const float* h, std::int64_t m, float u, float s, float* out),
+                      (c, h, m, u, s, out), plan_row<float>(c, h, m, u, s, out))
 
 KOTML_SIMD_DISPATCHED(void, scaling_row_range_host,
                       (const double* c, const double* g, std::int64_t m, double* low, double* high),

@@ -30,6 +30,9 @@ void scaling_axpy_host(const float* k, std::int64_t m, float alpha, float* acc, 
 /// out_j = exp((shift + g_j − c_j)·s).
 void scaling_kernel_row_host(const double* c, const double* g, std::int64_t m, double shift, double s, double* out);
 void scaling_kernel_row_host(const float* c, const float* g, std::int64_t m, float shift, float s, float* out);
+/// out_j = exp(u + h_j − s·c_j), one row of the tiled plan.
+void plan_row_host(const double* c, const double* h, std::int64_t m, double u, double s, double* out);
+void plan_row_host(const float* c, const float* h, std::int64_t m, float u, float s, float* out);
 /// min_j and max_j of c_j − g_j.
 void scaling_row_range_host(const double* c, const double* g, std::int64_t m, double* low, double* high);
 void scaling_row_range_host(const float* c, const float* g, std::int64_t m, float* low, float* high);

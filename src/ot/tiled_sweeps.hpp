@@ -22,6 +22,7 @@
 #include "kotml/dist/fixed_point.hpp"
 #include "kotml/ot/fast_exp.hpp"
 #include "kotml/ot/lse.hpp"
+#include "scaling_host.hpp"
 #include "tile_costs.hpp"
 
 namespace kotml::ot::detail {
@@ -330,7 +331,8 @@ struct GroupedColumnSweep {
   Limbs limbs;                        // groups × padded_cols × column_limbs
 
   static std::size_t scratch_bytes(std::int32_t groups) {
-    return tile_scratch_bytes<T>(static_cast<std::size_t>(groups) * tile_cols * sizeof(double));
+    return tile_scratch_bytes<T>(static_cast<std::size_t>(groups) * tile_cols * sizeof(double) +
+                                 tile_cols * sizeof(T) + 128);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
@@ -340,9 +342,33 @@ struct GroupedColumnSweep {
     ScratchCarver pad{team.team_scratch(1)};
     T* buffer = pad.take<T>(tile_entries);
     double* acc = pad.take<double>(static_cast<std::int64_t>(groups) * tile_cols);
+    T* plan = pad.take<T>(tile_cols);
     for (std::int64_t I = 0; I < costs.row_tiles; ++I) {
       const T* tile = costs.tile(team, I, J, buffer);
       const std::int64_t rows = costs.rows_in(I);
+#ifndef KOTML_DEVICE_PASS
+      // Host: a row of plan entries at a time (vectorised exps), added into its
+      // group's sums column by column, rows in order as below.
+      (void)team;
+      for (std::int64_t k = 0; k < static_cast<std::int64_t>(groups) * tile_cols; ++k) acc[k] = 0;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t r = I * tile_rows + i;
+        const std::int32_t q = group(r);
+        if (q < 0) continue;
+        plan_row_host(tile + i * tile_cols, h.data() + col0, width, u(r), s, plan);
+        const double w = weight(r);
+        double* into = acc + q * tile_cols;
+        for (std::int64_t k = 0; k < width; ++k) into[k] += static_cast<double>(plan[k]) * w;
+      }
+      for (std::int32_t q = 0; q < groups; ++q)
+        for (std::int64_t k = 0; k < width; ++k) {
+          std::int64_t* limb = limbs.data() + ((q * padded_cols) + col0 + k) * column_limbs;
+          if (!ColumnFixed::deposit(limb, acc[q * tile_cols + k])) ColumnFixed::poison(limb);
+        }
+      continue;
+#else
+      (void)plan;
+#endif
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
           for (std::int32_t q = 0; q < groups; ++q) acc[q * tile_cols + k] = 0;
@@ -377,17 +403,34 @@ struct GroupedRowSweep {
   std::int32_t groups = 1;
   Matrix<double> out;                // local rows × groups
 
-  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(0); }
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(tile_cols * sizeof(T) + 128); }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
     const std::int64_t rows = costs.rows_in(I);
     ScratchCarver pad{team.team_scratch(1)};
     T* buffer = pad.take<T>(tile_entries);
+    T* plan = pad.take<T>(tile_cols);
     for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
       const T* tile = costs.tile(team, I, J, buffer);
       const std::int64_t width = costs.cols_in(J);
       const std::int64_t col0 = J * tile_cols;
+#ifndef KOTML_DEVICE_PASS
+      // Host: the row's plan entries first (vectorised exps), then its groups.
+      (void)team;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t r = I * tile_rows + i;
+        plan_row_host(tile + i * tile_cols, h.data() + col0, width, u(r), s, plan);
+        for (std::int64_t k = 0; k < width; ++k) {
+          const std::int32_t q = group(col0 + k);
+          if (q < 0) continue;
+          out(r, q) += static_cast<double>(plan[k]) * weight(col0 + k);
+        }
+      }
+      continue;
+#else
+      (void)plan;
+#endif
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
           const std::int64_t r = I * tile_rows + i;
@@ -422,7 +465,8 @@ struct BlockSweep {
   Kokkos::View<std::int64_t*, MemSpace> count;  // blocks
 
   static std::size_t scratch_bytes(std::int64_t blocks) {
-    return tile_scratch_bytes<T>(static_cast<std::size_t>(blocks) * (3 * sizeof(double) + sizeof(std::int64_t)));
+    return tile_scratch_bytes<T>(static_cast<std::size_t>(blocks) * (3 * sizeof(double) + sizeof(std::int64_t)) +
+                                 tile_cols * sizeof(T) + 128);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
@@ -433,6 +477,7 @@ struct BlockSweep {
     T* buffer = pad.take<T>(tile_entries);
     double* acc = pad.take<double>(3 * blocks);
     std::int64_t* cells = pad.take<std::int64_t>(blocks);
+    T* plan = pad.take<T>(tile_cols);
     for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
       const T* tile = costs.tile(team, I, J, buffer);
       const std::int64_t width = costs.cols_in(J);
@@ -445,12 +490,20 @@ struct BlockSweep {
           const std::int64_t r = I * tile_rows + i;
           const std::int32_t p = row_group(r);
           if (p < 0) continue;
+#ifndef KOTML_DEVICE_PASS
+          plan_row_host(tile + i * tile_cols, h.data() + col0, width, u(r), s, plan);
+#endif
           for (std::int64_t k = 0; k < width; ++k) {
             const std::int32_t q = col_group(col0 + k);
             if (q < 0) continue;
             const std::int64_t b = static_cast<std::int64_t>(p) * col_groups + q;
             const T c = tile[i * tile_cols + k];
+#ifndef KOTML_DEVICE_PASS
+            const double t = static_cast<double>(plan[k]);
+#else
+            (void)plan;
             const double t = static_cast<double>(fast_exp(u(r) + h(col0 + k) - s * c));
+#endif
             acc[3 * b] += t;
             acc[3 * b + 1] += t * static_cast<double>(c);
             acc[3 * b + 2] += static_cast<double>(c);
