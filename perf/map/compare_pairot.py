@@ -143,6 +143,7 @@ def run_kotml(build, query, reference, out, ranks, n_top_genes):
             "transfer": s["transfer"],
             "iterations": config["iterations"],
             "cost_storage": config["cost_storage"],
+            "sinkhorn_domain": config["sinkhorn_domain"],
             "mean": h["mapping/mean"][...].tolist(),
             "distance_matrix": h["distance"][...].tolist(),
             "clusters_query": [c.decode() if isinstance(c, bytes) else c for c in h["clusters/query"][...]],
@@ -181,7 +182,8 @@ def main():
     first = kotml[min(kotml)]
     print(f"Machine: {describe_machine()}; load average {load:.2f} before, {load_after:.2f} after")
     print(f"{args.query_cells} query x {args.reference_cells} reference cells, {args.n_genes} genes, "
-          f"{args.n_top_genes} HVGs; kotml: {first['iterations']} Sinkhorn iterations, {first['cost_storage']} costs"
+          f"{args.n_top_genes} HVGs; kotml: {first['iterations']} Sinkhorn iterations, {first['cost_storage']} costs, "
+          f"{first['sinkhorn_domain']} domain"
           + ("" if pairot is None else f"; pairOT: {pairot['seconds']['iterations']} iterations in "
              f"{pairot['dtype']}"))
     print()
