@@ -288,8 +288,9 @@ TEST(SimdLevels, PricingScansHaveTheBaselineAnswers) {
   });
 }
 
+/// The potentials, the iteration count and the plan applications of one tiled solve.
 template <class T>
-Outputs tiled_potentials(ot::Cost kind, bool labelled) {
+Outputs tiled_potentials(ot::Cost kind, bool labelled, ot::CostStorage storage, ot::SinkhornDomain domain) {
   static const dist::Comm self(MPI_COMM_SELF);
   const auto x = ot::test::random_cloud(70, 9, 1), y = ot::test::random_cloud(300, 9, 2);
   ot::PointCost cost;
@@ -301,21 +302,36 @@ Outputs tiled_potentials(ot::Cost kind, bool labelled) {
   o.epsilon = 0.05;
   o.threshold = 1e-9;
   o.max_iterations = 300;
-  o.storage = ot::CostStorage::online;
+  o.storage = storage;
+  o.domain = domain;
   ot::TiledSinkhorn<T> solver(self, ot::RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
   const auto report = solver.solve();
+  EXPECT_EQ(report.scaling_domain, domain == ot::SinkhornDomain::scaling);
   Outputs out = solver.f();
-  const auto g = solver.g();
-  out.insert(out.end(), g.begin(), g.end());
+  auto append = [&out](const std::vector<double>& more) { out.insert(out.end(), more.begin(), more.end()); };
+  append(solver.g());
   out.push_back(static_cast<double>(report.iterations));
+  append(solver.apply(std::vector<double>(static_cast<std::size_t>(y.n), 1.0), y.labels, 3));
+  append(solver.transpose_apply(x.weights, x.labels, 3));
+  const auto blocks = solver.block_sums(x.labels, 3, y.labels, 3);
+  append(blocks.mass);
+  append(blocks.cost);
   return out;
 }
 TEST(SimdLevels, TiledSinkhornSolvesHaveTheBaselineBits) {
   for (const auto kind : {ot::Cost::euclidean, ot::Cost::sqeuclidean, ot::Cost::cosine}) {
-    expect_same_bits_at_every_level(std::string("tiled Sinkhorn (float) ") + ot::cost_name(kind),
-                                    [kind] { return tiled_potentials<float>(kind, kind == ot::Cost::cosine); });
-    expect_same_bits_at_every_level(std::string("tiled Sinkhorn (double) ") + ot::cost_name(kind),
-                                    [kind] { return tiled_potentials<double>(kind, kind != ot::Cost::cosine); });
+    for (const auto& way : {std::make_pair(ot::CostStorage::online, ot::SinkhornDomain::log),
+                            std::make_pair(ot::CostStorage::stored, ot::SinkhornDomain::scaling)}) {
+      const ot::CostStorage storage = way.first;
+      const ot::SinkhornDomain domain = way.second;
+      const std::string how = std::string(ot::storage_name(storage)) + " " + ot::to_string(domain) + " ";
+      expect_same_bits_at_every_level(how + "tiled Sinkhorn (float) " + ot::cost_name(kind), [=] {
+        return tiled_potentials<float>(kind, kind == ot::Cost::cosine, storage, domain);
+      });
+      expect_same_bits_at_every_level(how + "tiled Sinkhorn (double) " + ot::cost_name(kind), [=] {
+        return tiled_potentials<double>(kind, kind != ot::Cost::cosine, storage, domain);
+      });
+    }
   }
 }
 
