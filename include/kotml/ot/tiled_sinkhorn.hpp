@@ -1,8 +1,9 @@
 #pragma once
-// Entropic OT between point sets too large for one rank: one log-domain
-// Sinkhorn problem whose costs are read tile by tile, stored when they fit the
-// rank's memory budget and recomputed from the points otherwise, with the rows
-// of x spread over MPI ranks. Semantics are those of OTT-JAX 0.6
+// Entropic OT between point sets too large for one rank: one Sinkhorn problem
+// (log domain; stored costs may iterate in the scaling domain, below) whose
+// costs are read tile by tile, stored when they fit the rank's memory budget
+// and recomputed from the points otherwise, with the rows of x spread over MPI
+// ranks. Semantics are those of OTT-JAX 0.6
 // (ott.solvers.linear.sinkhorn.Sinkhorn, lse_mode, on a PointCloud).
 //
 // Problem. Points x_i (n, split over ranks) and y_j (m, on every rank), weights
