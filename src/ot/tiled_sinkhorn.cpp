@@ -452,6 +452,17 @@ struct TiledSinkhorn<T>::Impl {
     log::info("sinkhorn: the scaling domain failed (a zero or non-finite scaled sum); the log domain finishes the solve");
   }
 
+  /// Rounds `values` to T in place (so that each equals what the kernels read)
+  /// and copies them into `view`, zeros past their end.
+  static void round_and_upload(std::vector<double>& values, const Vector<T>& view) {
+    std::vector<T> host(view.extent(0), T(0));
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      host[k] = static_cast<T>(values[k]);
+      values[k] = static_cast<double>(host[k]);
+    }
+    detail::copy_to(view, host);
+  }
+
   void launch_kernel(double eps, bool selected_only) {
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
                                  selected_only ? Kokkos::View<const std::int32_t*, MemSpace>(sc.selected)
@@ -467,15 +478,9 @@ struct TiledSinkhorn<T>::Impl {
   void build_kernel(double eps) {
     ProfilingRegion region("kotml::ot::tiled_scaling_build");
     sc.g_bar.assign(static_cast<std::size_t>(m), 0.0);
-    std::vector<T> g_bar_t(static_cast<std::size_t>(padded_cols()), T(0));
-    for (std::int64_t j = 0; j < m; ++j) {
-      const auto k = static_cast<std::size_t>(j);
-      if (b[k] > 0 && std::isfinite(g[k])) {
-        g_bar_t[k] = static_cast<T>(g[k]);
-        sc.g_bar[k] = static_cast<double>(g_bar_t[k]);
-      }
-    }
-    detail::copy_to(sc.g_bar_d, g_bar_t);
+    for (std::size_t k = 0; k < sc.g_bar.size(); ++k)
+      if (b[k] > 0 && std::isfinite(g[k])) sc.g_bar[k] = g[k];
+    round_and_upload(sc.g_bar, sc.g_bar_d);
     detail::RowRangeSweep<T> ranges{data, sc.g_bar_d, sc.low, sc.span};
     Kokkos::parallel_for("kotml::ot::tiled_scaling_ranges", detail::tile_policy(data.row_tiles, ranges.scratch_bytes()),
                          ranges);
@@ -512,15 +517,9 @@ struct TiledSinkhorn<T>::Impl {
       });
     }
     sc.f_bar.assign(static_cast<std::size_t>(rows.count), 0.0);
-    std::vector<T> f_bar_t(static_cast<std::size_t>(padded_rows()), T(0));
-    for (std::int64_t i = 0; i < rows.count; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      if (std::isfinite(low[k])) {
-        f_bar_t[k] = static_cast<T>(low[k]);
-        sc.f_bar[k] = static_cast<double>(f_bar_t[k]);
-      }
-    }
-    detail::copy_to(sc.f_bar_d, f_bar_t);
+    for (std::size_t k = 0; k < sc.f_bar.size(); ++k)
+      if (std::isfinite(low[k])) sc.f_bar[k] = low[k];
+    round_and_upload(sc.f_bar, sc.f_bar_d);
     launch_kernel(eps, false);
     sc.active = true;
     sc.eps = eps;
@@ -592,9 +591,7 @@ struct TiledSinkhorn<T>::Impl {
     }
     detail::copy_to(sc.alpha, alpha);
     if (picked == 0) return;
-    std::vector<T> f_bar_t(static_cast<std::size_t>(padded_rows()), T(0));
-    for (std::size_t k = 0; k < sc.f_bar.size(); ++k) f_bar_t[k] = static_cast<T>(sc.f_bar[k]);
-    detail::copy_to(sc.f_bar_d, f_bar_t);
+    round_and_upload(sc.f_bar, sc.f_bar_d);
     detail::copy_to(sc.selected, pick);
     launch_kernel(eps, true);
     sc.absorbed += picked;

@@ -348,7 +348,7 @@ struct GroupedColumnSweep {
       const std::int64_t rows = costs.rows_in(I);
 #ifndef KOTML_DEVICE_PASS
       // Host: a row of plan entries at a time (vectorised exps), added into its
-      // group's sums column by column, rows in order as below.
+      // group's sums column by column, rows in order as on devices.
       (void)team;
       for (std::int64_t k = 0; k < static_cast<std::int64_t>(groups) * tile_cols; ++k) acc[k] = 0;
       for (std::int64_t i = 0; i < rows; ++i) {
@@ -365,10 +365,8 @@ struct GroupedColumnSweep {
           std::int64_t* limb = limbs.data() + ((q * padded_cols) + col0 + k) * column_limbs;
           if (!ColumnFixed::deposit(limb, acc[q * tile_cols + k])) ColumnFixed::poison(limb);
         }
-      continue;
 #else
       (void)plan;
-#endif
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
           for (std::int32_t q = 0; q < groups; ++q) acc[q * tile_cols + k] = 0;
@@ -387,6 +385,7 @@ struct GroupedColumnSweep {
         });
       });
       team.team_barrier();
+#endif
     }
   }
 };
@@ -427,10 +426,8 @@ struct GroupedRowSweep {
           out(r, q) += static_cast<double>(plan[k]) * weight(col0 + k);
         }
       }
-      continue;
 #else
       (void)plan;
-#endif
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
           const std::int64_t r = I * tile_rows + i;
@@ -444,6 +441,7 @@ struct GroupedRowSweep {
         });
       });
       team.team_barrier();
+#endif
     }
   }
 };
