@@ -12,13 +12,15 @@ template <class T>
 struct ScalingLimits;
 template <>
 struct ScalingLimits<float> {
-  static constexpr double span = 60;       // largest (max − min) cost over ε in a row
+  static constexpr double span = 60;       // batch solver: largest (max − min) cost over ε in a row
   static constexpr double bound = 0x1p40;  // absorb a scaling outside [1/bound, bound]
+  static constexpr int column_floor = 64;  // the tiled solver's first K̃ keeps a column entry ≥ 2^−64
 };
 template <>
 struct ScalingLimits<double> {
   static constexpr double span = 600;
   static constexpr double bound = 0x1p200;
+  static constexpr int column_floor = 640;
 };
 
 /// Σ_j k_j w_j with a fixed lane layout: the bits depend on the inputs alone.

@@ -487,45 +487,74 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::fence();
     ++sweeps;
     const auto low = local_rows_of(sc.low);
+    const bool choosing = !sc.decided && options.domain == SinkhornDomain::automatic;
     if (!sc.decided) {
       sc.decided = true;
-      if (options.domain == SinkhornDomain::automatic) {
-        const auto span = local_rows_of(sc.span);
-        double widest = 0;
-        bool finite = true;
-        for (double w : span) {
-          if (!std::isfinite(w)) finite = false;
-          else widest = std::max(widest, w);
-        }
-        const bool representable =
-            comm->all(finite) && comm->max(widest) <= detail::ScalingLimits<T>::span * eps;
-        if (!representable) {
-          sc.allowed = false;
-          return;
-        }
+      if (choosing && !comm->all(all_finite(low))) {
+        sc.allowed = false;
+        return;
       }
-      const auto entries = static_cast<std::size_t>(data.row_tiles * data.col_tiles) * detail::tile_entries;
-      comm->phase([&] {
-        if (entries == 0) return;
-        try {
-          sc.kernel = Vector<T>(no_init("kotml::ot::tiled_scaling_kernel"), entries);
-        } catch (const std::exception&) {
-          throw Error("", "sinkhorn-domain", "the scaling domain's kernel takes " +
-                                                 std::to_string(entries * sizeof(T)) +
-                                                 " bytes on this rank, more than can be allocated; use --sinkhorn-domain log");
-        }
-      });
+      allocate_kernel();
     }
     sc.f_bar.assign(static_cast<std::size_t>(rows.count), 0.0);
     for (std::size_t k = 0; k < sc.f_bar.size(); ++k)
       if (std::isfinite(low[k])) sc.f_bar[k] = low[k];
     round_and_upload(sc.f_bar, sc.f_bar_d);
     launch_kernel(eps, false);
+    if (choosing && !columns_representable(eps)) {
+      sc.allowed = false;
+      sc.kernel = Vector<T>();
+      return;
+    }
+    ++sc.builds;
     sc.active = true;
     sc.eps = eps;
     sc.have_exp = false;
-    ++sc.builds;
   }
+
+  static bool all_finite(const std::vector<double>& values) {
+    for (double v : values)
+      if (!std::isfinite(v)) return false;
+    return true;
+  }
+
+  void allocate_kernel() {
+    const auto entries = static_cast<std::size_t>(data.row_tiles * data.col_tiles) * detail::tile_entries;
+    comm->phase([&] {
+      if (entries == 0) return;
+      try {
+        sc.kernel = Vector<T>(no_init("kotml::ot::tiled_scaling_kernel"), entries);
+      } catch (const std::exception&) {
+        throw Error("", "sinkhorn-domain", "the scaling domain's kernel takes " + std::to_string(entries * sizeof(T)) +
+                                               " bytes on this rank, more than can be allocated; use --sinkhorn-domain log");
+      }
+    });
+  }
+
+  /// The automatic choice, on the first K̃: every column of positive weight
+  /// keeps an entry of at least 2^−ScalingLimits<T>::column_floor (the rows
+  /// have 1 by construction), so the entries that exp flushes to zero are a
+  /// negligible part of every S_j and R_i however wide the cost range is.
+  bool columns_representable(double eps) {
+    std::vector<T> ones(static_cast<std::size_t>(padded_rows()), T(0));
+    for (std::int64_t i = 0; i < rows.count; ++i)
+      if (a[static_cast<std::size_t>(i)] > 0) ones[static_cast<std::size_t>(i)] = T(1);
+    detail::copy_to(sc.alpha, ones);
+    launch_scaling_columns(true);
+    const auto maxima = all_column_maxima();
+    const double floor = std::ldexp(1.0, -detail::ScalingLimits<T>::column_floor);
+    T least = std::numeric_limits<T>::infinity();
+    for (std::int64_t j = 0; j < m; ++j)
+      if (b[static_cast<std::size_t>(j)] > 0) least = std::min(least, maxima(j));
+    if (log::verbose()) {
+      double widest = 0;
+      for (double w : local_rows_of(sc.span)) widest = std::max(widest, w);
+      log::info("sinkhorn: first scaling kernel: widest row range " + log::scientific_text(comm->max(widest) / eps) +
+                " eps, smallest column maximum " + log::scientific_text(static_cast<double>(least)));
+    }
+    return static_cast<double>(least) >= floor;
+  }
+
 
   /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`; false when one
   /// leaves [2^−Θ, 2^Θ]. Every rank reaches the same answer.

@@ -19,8 +19,9 @@ struct Setup {
   TiledSinkhornOptions options;
 };
 
+/// Returns the one-rank solve's report.
 template <class T>
-void expect_rank_independent(const Setup& setup, const std::vector<std::int64_t>& tiny_rows = {}) {
+TiledSinkhornReport expect_rank_independent(const Setup& setup, const std::vector<std::int64_t>& tiny_rows = {}) {
   const dist::Comm world;
   const dist::Comm self(MPI_COMM_SELF);
   auto x = test::random_cloud(setup.n, setup.dim, 101);
@@ -69,6 +70,7 @@ void expect_rank_independent(const Setup& setup, const std::vector<std::int64_t>
   const auto rows_alone = alone.apply(ones, y.labels, 3);
   EXPECT_EQ(shared.apply(ones, y.labels, 3),
             std::vector<double>(rows_alone.begin() + 3 * mine.begin, rows_alone.begin() + 3 * (mine.begin + mine.count)));
+  return r_alone;
 }
 
 TiledSinkhornOptions with(double eps, double tau, DualUpdates updates, CostStorage storage, int max_iter) {
@@ -103,6 +105,17 @@ TEST(TiledSinkhornRanks, ScalingDomainFloatWithLabelsAndAbsorbedRows) {
 TEST(TiledSinkhornRanks, ScalingDomainDoubleWithAnIdleRank) {
   auto o = with(0.05, 1.0, DualUpdates::alternating, CostStorage::automatic, 300);
   expect_rank_independent<double>({100, 90, 3, Cost::cosine, false, o});
+}
+
+TEST(TiledSinkhornRanks, ScalingDomainFloatOverThousandsOfEpsilon) {
+  // Squared distances between blobs span about 2000ε: automatic takes the
+  // scaling domain, and K̃ is rebuilt and rows absorbed on the way.
+  auto o = with(0.05, 1.0, DualUpdates::alternating, CostStorage::automatic, 400);
+  o.threshold = 0;
+  const auto report = expect_rank_independent<float>({300, 270, 4, Cost::sqeuclidean, false, o});
+  EXPECT_TRUE(report.scaling_domain);
+  EXPECT_FALSE(report.scaling_fallback);
+  EXPECT_GT(report.kernel_builds + report.rows_absorbed, 1);
 }
 
 TEST(TiledSinkhornRanks, RelativeEpsilonScaledEuclideanWithAnIdleRank) {

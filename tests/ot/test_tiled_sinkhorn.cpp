@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "kotml/core/error.hpp"
@@ -263,8 +264,32 @@ double worst_over_eps(const std::vector<double>& p, const std::vector<double>& q
   return worst;
 }
 
-/// pairOT's kind of problem (half a cosine plus a label term, ε = 0.05), a
-/// fixed number of iterations in both domains: the same iterates up to rounding.
+/// A fixed number of iterations in both domains: the same iterates up to
+/// rounding. Returns the scaling domain's report.
+template <class T>
+TiledSinkhornReport check_domains_agree(const HostCloud& x, const HostCloud& y, const PointCost& cost,
+                                        TiledSinkhornOptions o, double tolerance) {
+  o.threshold = 0;
+  o.domain = SinkhornDomain::log;
+  const auto log_domain = solve<T>(x, y, cost, o);
+  o.domain = SinkhornDomain::automatic;
+  const auto scaling = solve<T>(x, y, cost, o);
+  EXPECT_FALSE(log_domain.report.scaling_domain);
+  EXPECT_TRUE(scaling.report.scaling_domain);
+  EXPECT_FALSE(scaling.report.scaling_fallback);
+  EXPECT_GE(scaling.report.kernel_builds, 1);
+  EXPECT_EQ(scaling.report.iterations, log_domain.report.iterations);
+  EXPECT_LT(worst_over_eps(scaling.f, log_domain.f, o.epsilon), tolerance) << "tau " << o.tau_a;
+  EXPECT_LT(worst_over_eps(scaling.g, log_domain.g, o.epsilon), tolerance) << "tau " << o.tau_a;
+  EXPECT_EQ(scaling.report.errors.size(), log_domain.report.errors.size());
+  for (std::size_t k = 0; k < std::min(scaling.report.errors.size(), log_domain.report.errors.size()); ++k)
+    EXPECT_NEAR(scaling.report.errors[k], log_domain.report.errors[k],
+                1e3 * tolerance * log_domain.report.errors[k] + 1e-2 * tolerance)
+        << "check " << k;
+  return scaling.report;
+}
+
+/// pairOT's kind of problem (half a cosine plus a label term, ε = 0.05).
 template <class T>
 void check_domains_agree(double tau, double tolerance) {
   const auto x = random_cloud(150, 6, 51), y = random_cloud(300, 6, 52);
@@ -275,24 +300,8 @@ void check_domains_agree(double tau, double tolerance) {
   TiledSinkhornOptions o;
   o.epsilon = 0.05;
   o.tau_a = o.tau_b = tau;
-  o.threshold = 0;
   o.max_iterations = 300;
-  o.domain = SinkhornDomain::log;
-  const auto log_domain = solve<T>(x, y, cost, o);
-  o.domain = SinkhornDomain::scaling;
-  const auto scaling = solve<T>(x, y, cost, o);
-  EXPECT_FALSE(log_domain.report.scaling_domain);
-  EXPECT_TRUE(scaling.report.scaling_domain);
-  EXPECT_FALSE(scaling.report.scaling_fallback);
-  EXPECT_EQ(scaling.report.kernel_builds, 1);
-  EXPECT_EQ(scaling.report.iterations, log_domain.report.iterations);
-  EXPECT_LT(worst_over_eps(scaling.f, log_domain.f, o.epsilon), tolerance) << "tau " << tau;
-  EXPECT_LT(worst_over_eps(scaling.g, log_domain.g, o.epsilon), tolerance) << "tau " << tau;
-  ASSERT_EQ(scaling.report.errors.size(), log_domain.report.errors.size());
-  for (std::size_t k = 0; k < scaling.report.errors.size(); ++k)
-    EXPECT_NEAR(scaling.report.errors[k], log_domain.report.errors[k],
-                1e3 * tolerance * log_domain.report.errors[k] + 1e-2 * tolerance)
-        << "check " << k;
+  EXPECT_EQ(check_domains_agree<T>(x, y, cost, o, tolerance).kernel_builds, 1);
 }
 
 TEST(TiledSinkhorn, ScalingAndLogDomainsIterateAlike) {
@@ -310,8 +319,8 @@ TEST(TiledSinkhorn, AutomaticDomainFollowsTheCostRangeAndTheStorage) {
   cosine.kind = Cost::cosine;
   o.epsilon = 0.05;  // costs in [0, 2] = 40ε: K̃ is representable
   EXPECT_TRUE(solve<float>(x, y, cosine, o).report.scaling_domain);
-  o.epsilon = 0.02;  // 100ε: beyond float's 60ε, within double's 600ε
-  EXPECT_FALSE(solve<float>(x, y, cosine, o).report.scaling_domain);
+  o.epsilon = 0.002;  // 1000ε
+  EXPECT_TRUE(solve<float>(x, y, cosine, o).report.scaling_domain);
   EXPECT_TRUE(solve<double>(x, y, cosine, o).report.scaling_domain);
   o.epsilon = 0.05;
   o.storage = CostStorage::online;
@@ -327,10 +336,40 @@ TEST(TiledSinkhorn, AutomaticDomainFollowsTheCostRangeAndTheStorage) {
   o.cost_memory = 0;
   o.domain = SinkhornDomain::log;
   EXPECT_FALSE(solve<float>(x, y, cosine, o).report.scaling_domain);
-  // Squared distances between blobs span hundreds of ε.
+  // A column of weight 1e-30 keeps only entries near 1e-28 in the first K̃:
+  // below float's 2^-64, far above double's 2^-640.
   o.domain = SinkhornDomain::automatic;
   o.epsilon = 0.05;
-  EXPECT_FALSE(solve<double>(x, y, PointCost(), o).report.scaling_domain);
+  auto light = y;
+  light.weights[7] = 1e-30;
+  EXPECT_FALSE(solve<float>(x, light, cosine, o).report.scaling_domain);
+  EXPECT_TRUE(solve<double>(x, light, cosine, o).report.scaling_domain);
+}
+
+TEST(TiledSinkhorn, ScalingDomainTakesCostsSpanningThousandsOfEpsilon) {
+  // Squared distances between blobs: rows span about 2000ε, so most of K̃
+  // underflows to zero; the domains still iterate alike, through absorptions
+  // and rebuilds.
+  const auto x = random_cloud(200, 4, 63), y = random_cloud(180, 4, 64);
+  TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.max_iterations = 400;
+  const auto wide_double = check_domains_agree<double>(x, y, PointCost(), o, 1e-11);
+  const auto wide_float = check_domains_agree<float>(x, y, PointCost(), o, 2e-3);
+  // Float rounding, not the domain, sets that difference: against double, the
+  // float scaling domain is as close as the float log domain.
+  const auto exact = solve<double>(x, y, PointCost(), o);
+  o.domain = SinkhornDomain::log;
+  const auto float_log = solve<float>(x, y, PointCost(), o);
+  o.domain = SinkhornDomain::automatic;
+  const auto float_scaling = solve<float>(x, y, PointCost(), o);
+  const double log_off = worst_over_eps(float_log.f, exact.f, o.epsilon);
+  const double scaling_off = worst_over_eps(float_scaling.f, exact.f, o.epsilon);
+  std::printf("float against double, in eps: log %.3g, scaling %.3g\n", log_off, scaling_off);
+  EXPECT_LT(scaling_off, 2 * log_off + 1e-4);
+  EXPECT_GT(wide_double.rows_absorbed + wide_float.rows_absorbed + wide_float.kernel_builds, 1);
+  o.tau_a = o.tau_b = 0.9;
+  check_domains_agree<double>(x, y, PointCost(), o, 1e-11);
 }
 
 TEST(TiledSinkhorn, ScalingDomainNeedsStoredCostsAndAlternatingUpdates) {
