@@ -426,7 +426,7 @@ TEST(TiledSinkhorn, ScalingDomainAbsorbsRowsAndRebuildsTheKernel) {
 
 TEST(TiledSinkhorn, ScalingDomainFallsBackToTheLogDomain) {
   // A column of weight 1e-300 has g_j ≈ ε log 1e-300: its column of K̃ is zero
-  // in float. The automatic rule sees the span and takes the log domain;
+  // in float. The automatic rule sees that column and takes the log domain;
   // forced, the scaling domain fails at its first column sum and the log
   // domain finishes.
   const auto x = random_cloud(90, 3, 81);

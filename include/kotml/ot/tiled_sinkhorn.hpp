@@ -86,15 +86,16 @@
 //     column maxima when a total leaves [2^−20, 2^30]), so it is exact over ranks
 //     like the log domain's column sums. R_i is local.
 //   * exp flushes entries below e^−87 (float) or e^−708 (double) to zero, so
-//     K̃ may be mostly zeros when the costs span hundreds of ε; what a sum
-//     loses is then bounded by its largest entry. By construction every row has
-//     an entry 1; automatic takes this domain when the first K̃ also keeps, in
-//     every column of positive weight, an entry ≥ 2^−64 (float) or 2^−640
-//     (double), and when K̃ fits the memory budget beside the costs. (After a
-//     column update with ḡ = g a column's largest entry is about b_j/n, so this
-//     holds unless weights or costs are extreme.) A zero, infinite or NaN S_j or
-//     R_i (where the weight is positive) sends the rest of the solve back to the
-//     log domain.
+//     K̃ may be mostly zeros when the costs span hundreds of ε. A flushed entry
+//     stands for a plan entry α_i K̃_ij β_j < 2^(2Θ)·e^−87 ≈ e^−32 (float;
+//     e^−431 double) until the next absorption, so the sums lose little. Every
+//     row has an entry 1 by construction; automatic takes this domain when the
+//     first K̃ also keeps, in every column of positive weight, an entry ≥ 2^−64
+//     (float) or 2^−640 (double), and when K̃ fits the memory budget beside the
+//     costs. (After a column update with ḡ = g a column's largest entry is
+//     about b_j/n, so this holds unless weights or costs are extreme.) A zero,
+//     infinite or NaN S_j or R_i (where the weight is positive) sends the rest
+//     of the solve back to the log domain.
 //
 // Precision: T (float or double) is the type of the points, costs, exps and
 // per-tile sums; potentials and log-sum-exps are kept in double.
