@@ -536,10 +536,10 @@ struct TiledSinkhorn<T>::Impl {
   /// have 1 by construction), so the entries that exp flushes to zero are a
   /// negligible part of every S_j and R_i however wide the cost range is.
   bool columns_representable(double eps) {
-    std::vector<T> ones(static_cast<std::size_t>(padded_rows()), T(0));
+    std::vector<T> unit_alpha(static_cast<std::size_t>(padded_rows()), T(0));  // 1 where the weight is positive
     for (std::int64_t i = 0; i < rows.count; ++i)
-      if (a[static_cast<std::size_t>(i)] > 0) ones[static_cast<std::size_t>(i)] = T(1);
-    detail::copy_to(sc.alpha, ones);
+      if (a[static_cast<std::size_t>(i)] > 0) unit_alpha[static_cast<std::size_t>(i)] = T(1);
+    detail::copy_to(sc.alpha, unit_alpha);
     launch_scaling_columns(true);
     const auto maxima = all_column_maxima();
     const double floor = std::ldexp(1.0, -detail::ScalingLimits<T>::column_floor);
@@ -554,7 +554,6 @@ struct TiledSinkhorn<T>::Impl {
     }
     return static_cast<double>(least) >= floor;
   }
-
 
   /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`; false when one
   /// leaves [2^−Θ, 2^Θ]. Every rank reaches the same answer.
