@@ -80,8 +80,8 @@ namespace {
 
 // A kernel of its own: CUDA does not allow extended lambdas inside a TEST body
 // (a private member function of the generated test class).
-Kokkos::View<double*> normals_drawn_in_a_kernel(int n) {
-  Kokkos::View<double*> device("draws", n);
+kotml::Vector<double> normals_drawn_in_a_kernel(int n) {
+  kotml::Vector<double> device("draws", n);
   Kokkos::parallel_for("draw", Kokkos::RangePolicy<kotml::ExecSpace>(0, n), KOKKOS_LAMBDA(int i) {
     Stream s(9, Purpose::test_data, static_cast<std::uint64_t>(i));
     device(i) = s.normal();

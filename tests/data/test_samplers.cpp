@@ -89,7 +89,7 @@ TEST(Samplers, NegativeBinomialVarianceIsMeanPlusPhiMeanSquared) {
 
 namespace {
 struct DrawInKernel {
-  Kokkos::View<std::int64_t*> out;
+  kotml::Vector<std::int64_t> out;
   KOKKOS_INLINE_FUNCTION void operator()(const int i) const {
     Stream s(5, Purpose::simulate, static_cast<std::uint64_t>(i));
     out(i) = sample::negative_binomial(s, 3.0 + i % 50, 0.3) + 1000 * sample::poisson(s, 20.0 + i % 7);
@@ -102,7 +102,7 @@ void draw_in_kernel(const DrawInKernel& k, int n) {
 
 TEST(Samplers, KernelDrawsEqualHostDrawsOfTheSameStreams) {
   const int n = 4096;
-  DrawInKernel k{Kokkos::View<std::int64_t*>("draws", n)};
+  DrawInKernel k{kotml::Vector<std::int64_t>("draws", n)};
   draw_in_kernel(k, n);
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), k.out);
   for (int i = 0; i < n; ++i) {

@@ -1,8 +1,11 @@
 // The main of every test executable: MPI, then Kokkos, then GoogleTest.
 // Rank 0 prints the usual GoogleTest report; other ranks print only their
-// failures, tagged with the rank, so a 3-rank run stays readable.
+// failures, tagged with the rank, so a 3-rank run stays readable. The first
+// line names the execution space the test was built for (tests/CMakeLists.txt
+// builds each unit test once per space).
 
 #include "kotml/core/blas_threads.hpp"
+#include "kotml/core/types.hpp"
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -36,6 +39,9 @@ int main(int argc, char* argv[]) {
     Kokkos::ScopeGuard kokkos(argc, argv);
     kotml::use_one_blas_thread();
     ::testing::InitGoogleTest(&argc, argv);
+    if (rank == 0)
+      std::cout << "kotml unit tests on execution space " << kotml::ExecSpace::name()
+                << " (host work on " << kotml::HostExecSpace::name() << ")" << std::endl;
     if (rank != 0) {
       auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
       delete listeners.Release(listeners.default_result_printer());

@@ -2,17 +2,30 @@
 // Type aliases for spaces and Views, so that kernels and drivers never spell out
 // full View types (ExaMiniMD's types.h habit). Everything that runs in parallel is
 // templated on, or defaults to, these spaces.
+//
+// ExecSpace is Kokkos' default execution space unless the build names another
+// with KOTML_EXECUTION_SPACE (cmake/KotmlSpaces.cmake builds the library areas
+// once more per execution space, so that the unit tests run on each). Host work
+// then runs on ExecSpace too when it can reach host memory: a Serial build of
+// the areas runs nothing on OpenMP.
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kotml {
 
+#ifdef KOTML_EXECUTION_SPACE
+using ExecSpace = KOTML_EXECUTION_SPACE;
+#else
 using ExecSpace = Kokkos::DefaultExecutionSpace;
+#endif
 using MemSpace = ExecSpace::memory_space;
-using HostExecSpace = Kokkos::DefaultHostExecutionSpace;
 using HostSpace = Kokkos::HostSpace;
+using HostExecSpace =
+    std::conditional_t<Kokkos::SpaceAccessibility<ExecSpace, HostSpace>::accessible, ExecSpace,
+                       Kokkos::DefaultHostExecutionSpace>;
 
 /// Row-major on every backend: donor point clouds and cost tiles are read along
 /// rows, and host code fills them row by row from HDF5.
