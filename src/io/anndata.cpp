@@ -11,6 +11,8 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/large_vector.hpp"
+#include "index_widening.hpp"
 
 namespace kotml::io {
 
@@ -621,11 +623,40 @@ void check_compressed(const std::string& path, const std::string& element,
 
 void check_indices(const std::string& path, const std::string& element,
                    const std::vector<std::int64_t>& indices, std::int64_t bound) {
+  // One branch-free pass for the range (it vectorises), then a search for the
+  // first offending index only when there is one.
+  std::int64_t low = 0, high = -1;
+  if (!indices.empty()) low = high = indices.front();
+  for (const auto j : indices) {
+    low = j < low ? j : low;
+    high = j > high ? j : high;
+  }
+  if (low >= 0 && high < bound) return;
   for (auto j : indices)
     if (j < 0 || j >= bound)
       throw Error(path, join(element, "indices"),
                   "index " + std::to_string(j) + " lies outside [0, " + std::to_string(bound) +
                       ") (damaged file?)");
+}
+
+/// The index array of a compressed matrix (columns of CSR, rows of CSC), checked
+/// against [0, bound). Indices stored in 32 bits or fewer, as scipy and anndata
+/// write them whenever they fit, are read without conversion and checked at
+/// that width, in the pass that widens them to 64 bits.
+std::vector<std::int64_t> read_indices(const h5::File& file, const std::string& path,
+                                       const std::string& element, std::int64_t bound) {
+  const std::string dataset = join(element, "indices");
+  const auto dtype = file.type(dataset).dtype;
+  if (dtype != "int32" && dtype != "int16" && dtype != "int8" && dtype != "uint16" && dtype != "uint8") {
+    auto indices = file.read<std::int64_t>(dataset);
+    check_indices(path, element, indices, bound);
+    return indices;
+  }
+  const auto narrow = file.read<std::int32_t>(dataset);
+  auto indices = large_vector<std::int64_t>(narrow.size());
+  const auto range = detail::widen_indices(narrow.data(), narrow.size(), indices.data());
+  if (!narrow.empty() && (range.low < 0 || range.high >= bound)) check_indices(path, element, indices, bound);
+  return indices;
 }
 
 }  // namespace
@@ -818,8 +849,7 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
     check_compressed(path(), element, out.indptr, info.nnz);
     if (out.indptr.front() != 0 || out.indptr.back() != info.nnz)
       throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
-    out.indices = file.read<std::int64_t>(join(element, "indices"));
-    check_indices(path(), element, out.indices, info.cols);
+    out.indices = read_indices(file, path(), element, info.cols);
     out.values = file.read<T>(join(element, "data"));
     return out;
   }
@@ -830,8 +860,7 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
     check_compressed(path(), element, indptr, info.nnz);
     if (indptr.front() != 0 || indptr.back() != info.nnz)
       throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
-    const auto rows_of = file.read<std::int64_t>(join(element, "indices"));
-    check_indices(path(), element, rows_of, info.rows);
+    const auto rows_of = read_indices(file, path(), element, info.rows);
     const auto values = file.read<T>(join(element, "data"));
     CsrMatrix<T> out;
     out.rows = info.rows;

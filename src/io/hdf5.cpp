@@ -14,6 +14,7 @@
 
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
+#include "kotml/core/large_vector.hpp"
 
 static_assert(sizeof(hid_t) == sizeof(std::int64_t), "kotml stores hid_t as int64 (HDF5 >= 1.10)");
 
@@ -104,9 +105,19 @@ Handle make_plist(hid_t cls) { return Handle(H5Pcreate(cls), H5Pclose); }
 
 /// Datasets are opened with a generous chunk cache, so that row-by-row reads of
 /// a compressed matrix do not decompress the same chunk again and again.
-Handle open_dataset(hid_t file, const std::string& path, const std::string& object) {
+/// How a dataset's chunks are read: through a 32 MiB cache (row slices, which
+/// revisit chunks), or straight into the caller's buffer (whole reads, which
+/// visit each chunk once; HDF5 reads an unfiltered chunk it cannot cache
+/// directly, without a copy through the cache).
+enum class ChunkCache { shared, bypass };
+
+Handle open_dataset(hid_t file, const std::string& path, const std::string& object,
+                    ChunkCache cache = ChunkCache::shared) {
   Handle dapl = make_plist(H5P_DATASET_ACCESS);
-  H5Pset_chunk_cache(dapl.get(), 12421, std::size_t(32) << 20, 1.0);
+  if (cache == ChunkCache::shared)
+    H5Pset_chunk_cache(dapl.get(), 12421, std::size_t(32) << 20, 1.0);
+  else
+    H5Pset_chunk_cache(dapl.get(), 0, 0, 1.0);
   return checked(H5Dopen2(file, object.c_str(), dapl.get()), H5Dclose, path, object,
                  "cannot open dataset");
 }
@@ -279,6 +290,7 @@ bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_s
     if constexpr (widens<From, T>()) {
       // Not value-initialised: HDF5 overwrites every element.
       std::unique_ptr<From[]> buffer(new From[n]);
+      if (n * sizeof(From) >= huge_page_advice_bytes) advise_huge_pages(buffer.get(), n * sizeof(From));
       if (H5Dread(dataset, candidate, mem_space, file_space, H5P_DEFAULT, buffer.get()) < 0)
         fail(path, element, "cannot read the values");
       for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(buffer[i]);
@@ -707,10 +719,10 @@ template <class T>
 std::vector<T> File::read(const std::string& dataset) const {
   static_assert(is_numeric_v<T>, "h5::File::read: unsupported element type");
   require_dataset(*this, dataset);
-  Handle d = open_dataset(id_, path_, dataset);
+  Handle d = open_dataset(id_, path_, dataset, ChunkCache::bypass);
   Handle space = dataset_space(d.get(), path_, dataset);
   const auto n = static_cast<std::size_t>(element_count(space_dims(space.get(), path_, dataset)));
-  std::vector<T> values(n);
+  auto values = large_vector<T>(n);
   if (n > 0) read_numbers(Source::dataset, d.get(), H5S_ALL, H5S_ALL, values.data(), n, path_, dataset);
   return values;
 }
@@ -729,7 +741,7 @@ std::vector<T> File::read_range(const std::string& dataset, std::int64_t begin, 
     throw Error(path_, display(dataset), "range [" + std::to_string(begin) + ", " +
                                              std::to_string(end) + ") lies outside its " +
                                              std::to_string(dims[0]) + " elements");
-  std::vector<T> values(static_cast<std::size_t>(end - begin));
+  auto values = large_vector<T>(static_cast<std::size_t>(end - begin));
   if (values.empty()) return values;
   const hsize_t start = static_cast<hsize_t>(begin), count = values.size();
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
@@ -758,7 +770,7 @@ std::vector<T> File::read_ranges(const std::string& dataset,
                                                std::to_string(dims[0]) + " elements");
     total += end - begin;
   }
-  std::vector<T> values(static_cast<std::size_t>(total));
+  auto values = large_vector<T>(static_cast<std::size_t>(total));
   std::size_t offset = 0;
   for (const auto& [begin, end] : ranges) {
     if (end == begin) continue;
@@ -788,7 +800,7 @@ std::vector<T> File::read_row_range(const std::string& dataset, std::int64_t beg
                                              std::to_string(dims[0]) + " rows");
   std::int64_t row_length = 1;
   for (std::size_t k = 1; k < dims.size(); ++k) row_length *= dims[k];
-  std::vector<T> values(static_cast<std::size_t>((end - begin) * row_length));
+  auto values = large_vector<T>(static_cast<std::size_t>((end - begin) * row_length));
   if (values.empty()) return values;
   std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
   start[0] = static_cast<hsize_t>(begin);
@@ -850,7 +862,7 @@ std::vector<T> File::read_rows(const std::string& dataset,
   }
   if (unique.size() == rows.size() && std::equal(unique.begin(), unique.end(), rows.begin()))
     return unique_values;
-  std::vector<T> values(rows.size() * static_cast<std::size_t>(row_length));
+  auto values = large_vector<T>(rows.size() * static_cast<std::size_t>(row_length));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto u = static_cast<std::size_t>(std::lower_bound(unique.begin(), unique.end(), rows[i]) - unique.begin());
     std::copy_n(unique_values.data() + u * row_length, row_length, values.data() + i * row_length);
