@@ -28,7 +28,7 @@ using Partials = Kokkos::View<double***, Kokkos::LayoutRight, MemSpace>;
 
 struct GeneMomentChunks {
   Vector<const std::int64_t> indptr;
-  Vector<const std::int64_t> indices;
+  Vector<const io::SparseIndex> indices;
   Vector<const float> values;
   Vector<const std::int32_t> batch;  // per cell
   Partials partial;                  // chunks × (batches · genes) × 3

@@ -34,8 +34,7 @@ struct Cells {
 };
 
 Cells to_cells(const HostCsr& x) {
-  std::vector<std::int32_t> indices(x.indices.begin(), x.indices.end());
-  return Cells{x.rows, x.cols, detail::stage(x.indptr), detail::to_device("pca indices", indices), detail::stage(x.values)};
+  return Cells{x.rows, x.cols, detail::stage(x.indptr), detail::stage(x.indices), detail::stage(x.values)};
 }
 
 /// Rows per chunk: a function of the row count only, so the chunk sums below

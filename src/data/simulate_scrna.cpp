@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -86,7 +87,7 @@ struct ScrnaCountKernel {
   Matrix<const double> donor_factor;      // D × G, exp(e_dg)
   Kokkos::View<std::int64_t*, MemSpace> row_nnz;
   Kokkos::View<const std::int64_t*, MemSpace> indptr;
-  Kokkos::View<std::int64_t*, MemSpace> indices;
+  Kokkos::View<std::int32_t*, MemSpace> indices;
   Kokkos::View<float*, MemSpace> values;
   std::uint64_t seed;
   double phi;
@@ -107,7 +108,7 @@ struct ScrnaCountKernel {
       if (y == 0) continue;
       ++nnz;
       if (write) {
-        indices(at) = g;
+        indices(at) = static_cast<std::int32_t>(g);
         values(at) = static_cast<float>(y);
         ++at;
       }
@@ -147,6 +148,8 @@ void ScrnaOptions::validate() const {
   if (cells_per_donor < 1) throw Error::option("cells-per-donor", "must be at least 1");
   if (n_types < 1) throw Error::option("n-types", "must be at least 1");
   if (n_genes < 2) throw Error::option("n-genes", "must be at least 2");
+  if (n_genes > std::numeric_limits<std::int32_t>::max())
+    throw Error::option("n-genes", "must be at most 2147483647 (the columns of a sparse matrix are numbered in 32 bits)");
   if (n_planted_genes < 0 || n_planted_genes > n_genes)
     throw Error::option("n-planted-genes", "must be between 0 and --n-genes");
   if (n_planted_types < 0 || n_planted_types > n_types)
@@ -302,7 +305,7 @@ SimulatedData simulate_scrna(const ScrnaOptions& o) {
   std::int64_t nnz = 0;
   Kokkos::deep_copy(nnz, Kokkos::subview(indptr, n_cells));
   counts.indptr = indptr;
-  counts.indices = Kokkos::View<std::int64_t*, MemSpace>(no_init("scrna indices"), nnz);
+  counts.indices = Kokkos::View<std::int32_t*, MemSpace>(no_init("scrna indices"), nnz);
   counts.values = Kokkos::View<float*, MemSpace>(no_init("scrna values"), nnz);
   counts.write = true;
   run_counts(counts, n_cells);

@@ -3,8 +3,10 @@
 
 #include "kotml/data/sparse.hpp"
 
+#include <limits>
 #include <string>
 
+#include "kotml/core/error.hpp"
 #include "staging.hpp"
 
 namespace kotml::data {
@@ -20,6 +22,12 @@ DeviceCsr to_device(const HostCsr& csr) {
 }
 
 HostCsr transpose(const HostCsr& csr) {
+  // The transpose numbers the input's rows in its 32-bit column indices.
+  constexpr std::int64_t most = std::int64_t(std::numeric_limits<io::SparseIndex>::max()) + 1;
+  if (csr.rows > most)
+    throw Error("", "", "a sparse matrix of " + std::to_string(csr.rows) +
+                " cells cannot be transposed: kotml numbers sparse columns in 32 bits (at most " +
+                std::to_string(most) + ")");
   HostCsr t;
   t.rows = csr.cols;
   t.cols = csr.rows;
@@ -32,7 +40,7 @@ HostCsr transpose(const HostCsr& csr) {
   for (std::int64_t i = 0; i < csr.rows; ++i) {
     for (std::int64_t p = csr.indptr[i]; p < csr.indptr[i + 1]; ++p) {
       const auto q = next[csr.indices[p]]++;
-      t.indices[q] = i;
+      t.indices[q] = static_cast<io::SparseIndex>(i);
       t.values[q] = csr.values[p];
     }
   }
@@ -50,7 +58,7 @@ HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& colu
     for (std::int64_t p = csr.indptr[i]; p < csr.indptr[i + 1]; ++p) {
       const auto k = position[csr.indices[p]];
       if (k < 0) continue;
-      out.indices.push_back(k);
+      out.indices.push_back(static_cast<io::SparseIndex>(k));
       out.values.push_back(csr.values[p]);
     }
     out.indptr[i + 1] = static_cast<std::int64_t>(out.indices.size());

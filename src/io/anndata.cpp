@@ -12,7 +12,7 @@
 #include "kotml/core/atomic_file.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/large_vector.hpp"
-#include "index_widening.hpp"
+#include "index_range.hpp"
 
 namespace kotml::io {
 
@@ -621,11 +621,12 @@ void check_compressed(const std::string& path, const std::string& element,
   }
 }
 
+template <class Index>
 void check_indices(const std::string& path, const std::string& element,
-                   const std::vector<std::int64_t>& indices, std::int64_t bound) {
+                   const std::vector<Index>& indices, std::int64_t bound) {
   // One branch-free pass for the range (it vectorises), then a search for the
   // first offending index only when there is one.
-  std::int64_t low = 0, high = -1;
+  Index low = 0, high = -1;
   if (!indices.empty()) low = high = indices.front();
   for (const auto j : indices) {
     low = j < low ? j : low;
@@ -639,23 +640,25 @@ void check_indices(const std::string& path, const std::string& element,
                       ") (damaged file?)");
 }
 
-/// The index array of a compressed matrix (columns of CSR, rows of CSC), checked
-/// against [0, bound). Indices stored in 32 bits or fewer, as scipy and anndata
-/// write them whenever they fit, are read without conversion and checked at
-/// that width, in the pass that widens them to 64 bits.
-std::vector<std::int64_t> read_indices(const h5::File& file, const std::string& path,
-                                       const std::string& element, std::int64_t bound) {
-  const std::string dataset = join(element, "indices");
-  const auto dtype = file.type(dataset).dtype;
-  if (dtype != "int32" && dtype != "int16" && dtype != "int8" && dtype != "uint16" && dtype != "uint8") {
-    auto indices = file.read<std::int64_t>(dataset);
-    check_indices(path, element, indices, bound);
-    return indices;
-  }
-  const auto narrow = file.read<std::int32_t>(dataset);
-  auto indices = large_vector<std::int64_t>(narrow.size());
-  const auto range = detail::widen_indices(narrow.data(), narrow.size(), indices.data());
-  if (!narrow.empty() && (range.low < 0 || range.high >= bound)) check_indices(path, element, indices, bound);
+/// Sparse column indices are held in 32 bits (SparseIndex): a matrix with more
+/// columns than they can number is refused before anything is read.
+void check_index_width(const std::string& path, const std::string& element, std::int64_t cols) {
+  constexpr std::int64_t most = std::int64_t(std::numeric_limits<SparseIndex>::max()) + 1;
+  if (cols > most)
+    throw Error(path, element,
+                "has " + std::to_string(cols) + " columns; kotml numbers the columns of a sparse "
+                "matrix in 32 bits (at most " + std::to_string(most) + ")");
+}
+
+/// The column indices of a CSR matrix, checked against [0, cols). Stored in 32
+/// bits, as scipy and anndata write them whenever they fit, they are read
+/// without conversion; stored in 64, HDF5 narrows them and refuses a value
+/// that does not fit.
+std::vector<SparseIndex> read_column_indices(const h5::File& file, const std::string& path,
+                                             const std::string& element, std::int64_t cols) {
+  auto indices = file.read<SparseIndex>(join(element, "indices"));
+  const auto range = detail::index_range(indices.data(), indices.size());
+  if (!indices.empty() && (range.low < 0 || range.high >= cols)) check_indices(path, element, indices, cols);
   return indices;
 }
 
@@ -667,6 +670,7 @@ CsrMatrix<T> AnnDataReader::read_csr_rows(const std::string& element,
   const auto& file = state_->file;
   const MatrixInfo info = matrix_info(element);
   check_rows(path(), element, rows, info.rows);
+  check_index_width(path(), element, info.cols);
   CsrMatrix<T> out;
   out.rows = static_cast<std::int64_t>(rows.size());
   out.cols = info.cols;
@@ -678,7 +682,7 @@ CsrMatrix<T> AnnDataReader::read_csr_rows(const std::string& element,
       for (std::int64_t j = 0; j < info.cols; ++j) {
         const T v = dense[i * static_cast<std::size_t>(info.cols) + static_cast<std::size_t>(j)];
         if (v != T(0)) {
-          out.indices.push_back(j);
+          out.indices.push_back(static_cast<SparseIndex>(j));
           out.values.push_back(v);
         }
       }
@@ -841,6 +845,7 @@ template <class T>
 CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
   const auto& file = state_->file;
   const MatrixInfo info = matrix_info(element);
+  check_index_width(path(), element, info.cols);
   if (info.storage == MatrixStorage::csr) {
     CsrMatrix<T> out;
     out.rows = info.rows;
@@ -849,7 +854,7 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
     check_compressed(path(), element, out.indptr, info.nnz);
     if (out.indptr.front() != 0 || out.indptr.back() != info.nnz)
       throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
-    out.indices = read_indices(file, path(), element, info.cols);
+    out.indices = read_column_indices(file, path(), element, info.cols);
     out.values = file.read<T>(join(element, "data"));
     return out;
   }
@@ -860,7 +865,8 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
     check_compressed(path(), element, indptr, info.nnz);
     if (indptr.front() != 0 || indptr.back() != info.nnz)
       throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
-    const auto rows_of = read_indices(file, path(), element, info.rows);
+    const auto rows_of = file.read<std::int64_t>(join(element, "indices"));
+    check_indices(path(), element, rows_of, info.rows);
     const auto values = file.read<T>(join(element, "data"));
     CsrMatrix<T> out;
     out.rows = info.rows;
@@ -875,7 +881,7 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
       for (auto k = indptr[c]; k < indptr[c + 1]; ++k) {
         const auto r = static_cast<std::size_t>(rows_of[static_cast<std::size_t>(k)]);
         const auto at = static_cast<std::size_t>(next[r]++);
-        out.indices[at] = static_cast<std::int64_t>(c);
+        out.indices[at] = static_cast<SparseIndex>(c);
         out.values[at] = values[static_cast<std::size_t>(k)];
       }
     return out;
@@ -1138,12 +1144,13 @@ void write_csr_group(h5::File& file, const std::string& element, const CsrMatrix
   // scipy's choice: 32-bit indices whenever they fit.
   constexpr auto int32_max = static_cast<std::int64_t>(std::numeric_limits<std::int32_t>::max());
   if (m.cols <= int32_max && static_cast<std::int64_t>(m.values.size()) <= int32_max) {
-    file.write(element + "/indices", std::vector<std::int32_t>(m.indices.begin(), m.indices.end()),
-               nnz_shape, compression_level);
+    file.write(element + "/indices", m.indices, nnz_shape, compression_level);
     file.write(element + "/indptr", std::vector<std::int32_t>(m.indptr.begin(), m.indptr.end()),
                {static_cast<std::int64_t>(m.indptr.size())});
   } else {
-    file.write(element + "/indices", m.indices, nnz_shape, compression_level);
+    // One width for both, as scipy writes them.
+    file.write(element + "/indices", std::vector<std::int64_t>(m.indices.begin(), m.indices.end()),
+               nnz_shape, compression_level);
     file.write(element + "/indptr", m.indptr, {static_cast<std::int64_t>(m.indptr.size())});
   }
 }

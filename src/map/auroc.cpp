@@ -117,7 +117,7 @@ AurocResult auroc(const data::HostCsr& by_gene, const std::vector<std::int32_t>&
   constexpr std::int64_t chunk = 32;
   const std::int64_t n_chunks = (out.n_genes + chunk - 1) / chunk;
   const std::int64_t* indptr = by_gene.indptr.data();
-  const std::int64_t* indices = by_gene.indices.data();
+  const io::SparseIndex* indices = by_gene.indices.data();
   const float* values = by_gene.values.data();
   const std::int32_t* label = cluster_of_cell.data();
   double* ova = out.ova.data();

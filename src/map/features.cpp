@@ -68,7 +68,7 @@ using Scratch = Kokkos::View<float*, ExecSpace::scratch_memory_space, Kokkos::Me
 
 struct RankRows {
   Vector<const std::int64_t> indptr;  // of the block's rows, from 0
-  Vector<const std::int64_t> indices;
+  Vector<const io::SparseIndex> indices;
   Vector<const float> values;
   Matrix<float> out;  // rows × genes
   std::int64_t genes = 0;

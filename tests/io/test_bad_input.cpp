@@ -229,6 +229,41 @@ TEST(BadInput, DamagedSparseIndicesFailOnlyTheirRow) {
   EXPECT_NE(negative.reason().find("index -3 lies outside"), std::string::npos) << negative.what();
 }
 
+// Sparse column indices are held in 32 bits (io::SparseIndex): a CSR matrix
+// declaring 2^31 + 1 columns is refused by name before its indices are read,
+// and 2^31 columns, the most 32-bit indices can number, are read.
+TEST(BadInput, SparseMatricesWiderThan32BitIndicesAreRefused) {
+  // An obsm entry: its columns are its own, not var's.
+  TempDir dir;
+  const std::string wide = dir.file("wide_columns.h5ad");
+  t::copy_file(t::fixture("csr_f32.h5ad"), wide);
+  const std::int64_t most = std::int64_t(1) << 31;
+  const auto declare_columns = [&](std::int64_t cols) {
+    auto f = kotml::io::h5::File::open_rw(wide);
+    if (!f.exists("obsm/wide")) {
+      if (!f.exists("obsm")) f.create_group("obsm");
+      f.create_group("obsm/wide");
+      f.write("obsm/wide/data", f.read<float>("X/data"));
+      f.write("obsm/wide/indices", f.read<std::int32_t>("X/indices"));
+      f.write("obsm/wide/indptr", f.read<std::int64_t>("X/indptr"));
+      f.write_string_attribute("obsm/wide", "encoding-type", "csr_matrix");
+      f.write_string_attribute("obsm/wide", "encoding-version", "0.1.0");
+    }
+    f.write_numeric_attribute<std::int64_t>("obsm/wide", "shape", {AnnDataReader(t::fixture("csr_f32.h5ad")).n_obs(), cols});
+    f.close();
+  };
+  declare_columns(most + 1);
+  const auto whole = error_of([&] { AnnDataReader(wide).read_csr<float>("obsm/wide"); });
+  EXPECT_EQ(whole.element(), "obsm/wide");
+  EXPECT_NE(whole.reason().find("has 2147483649 columns"), std::string::npos) << whole.what();
+  const auto rows_read = error_of([&] { AnnDataReader(wide).read_csr_rows<float>("obsm/wide", {0}); });
+  EXPECT_NE(rows_read.reason().find("in 32 bits"), std::string::npos) << rows_read.what();
+  declare_columns(most);
+  const auto csr = AnnDataReader(wide).read_csr<float>("obsm/wide");
+  EXPECT_EQ(csr.cols, most);
+  EXPECT_EQ(csr.indices, AnnDataReader(t::fixture("csr_f32.h5ad")).read_csr<float>("X").indices);
+}
+
 // Found by fuzz_h5ad (fuzz/regressions/h5ad holds the images): a sparse shape
 // of 2^63 - 1 overflowed the expected indptr length, and a uint64 obs value
 // past 2^63 overflowed its conversion to text; both undefined behaviour that

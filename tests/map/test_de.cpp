@@ -49,7 +49,7 @@ CountsData counts_data() {
   d.counts.rows = shape[0];
   d.counts.cols = shape[1];
   d.counts.indptr = f.read<std::int64_t>("counts/indptr");
-  d.counts.indices = f.read<std::int64_t>("counts/indices");
+  d.counts.indices = f.read<kotml::io::SparseIndex>("counts/indices");
   d.counts.values = f.read<float>("counts/values");
   d.samples.codes = f.read<std::int32_t>("counts/sample");
   d.samples.names = f.read_strings("counts/sample_names");
@@ -576,7 +576,7 @@ TEST(DeTables, EqualPairotsOwnTablesOnItsTestData) {
   d.counts.rows = shape[0];
   d.counts.cols = shape[1];
   d.counts.indptr = f.read<std::int64_t>("counts/indptr");
-  d.counts.indices = f.read<std::int64_t>("counts/indices");
+  d.counts.indices = f.read<kotml::io::SparseIndex>("counts/indices");
   d.counts.values = f.read<float>("counts/values");
   d.samples = {f.read<std::int32_t>("counts/sample"), f.read_strings("counts/sample_names")};
   d.clusters = {f.read<std::int32_t>("counts/cluster"), f.read_strings("counts/cluster_names")};

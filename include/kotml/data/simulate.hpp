@@ -45,7 +45,7 @@ struct SimulatedData {
   bool sparse = false;
   std::vector<float> x;  // dense n_obs × n_vars (toy2d, gmm)
   std::vector<std::int64_t> indptr;   // CSR (scrna): n_obs + 1
-  std::vector<std::int64_t> indices;  // column of each stored value, ascending per row
+  std::vector<std::int32_t> indices;  // column of each stored value, ascending per row (io::SparseIndex)
   std::vector<float> values;          // stored values (no explicit zeros)
 
   std::vector<std::string> var_names;

@@ -16,7 +16,7 @@ using HostCsr = io::CsrMatrix<float>;
 struct DeviceCsr {
   std::int64_t rows = 0, cols = 0;
   Vector<const std::int64_t> indptr;
-  Vector<const std::int64_t> indices;
+  Vector<const io::SparseIndex> indices;
   Vector<const float> values;
 };
 
