@@ -29,6 +29,22 @@ from machine import describe_machine  # noqa: E402
 
 sys.modules["zarr"] = None  # anndata 0.11.4 refuses zarr >= 3; no zarr is used here
 
+
+def threads_argument(argv):
+    for i, arg in enumerate(argv):
+        if arg == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "1"
+
+
+# Thread counts reach numba and OpenBLAS only if they are in the environment
+# before those load: set later, numba refused to start its pool a second time.
+THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+for _variable in THREAD_VARIABLES:
+    os.environ[_variable] = threads_argument(sys.argv)
+
 import anndata as ad  # noqa: E402
 import numpy as np  # noqa: E402
 import scanpy as sc  # noqa: E402
@@ -71,9 +87,9 @@ def main():
     args = p.parse_args()
     kotml = os.path.abspath(os.path.join(args.build, "src", "kotml"))
     threads = str(args.threads)
+    if any(os.environ[variable] != threads for variable in THREAD_VARIABLES):
+        raise SystemExit("compare_prep.py: thread variables differ from --threads")
     env = dict(os.environ, OMP_NUM_THREADS=threads, OMP_PROC_BIND="false")
-    for var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
-        os.environ[var] = threads
 
     with tempfile.TemporaryDirectory() as tmp:
         cases = []
