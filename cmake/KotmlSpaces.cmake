@@ -49,6 +49,8 @@ foreach(_space ${KOTML_TEST_EXECUTION_SPACES})
   endif()
 endforeach()
 list(REMOVE_DUPLICATES KOTML_EXTRA_EXECUTION_SPACES)
+# Every space the areas are built for, the default first.
+set(KOTML_BUILT_EXECUTION_SPACES ${KOTML_DEFAULT_EXECUTION_SPACE} ${KOTML_EXTRA_EXECUTION_SPACES})
 
 # The areas (src/CMakeLists.txt adds each as it is defined): their targets are
 # the ones that exist once per execution space.
@@ -56,7 +58,7 @@ set_property(GLOBAL PROPERTY KOTML_AREAS "")
 
 # <out>: "" for the default space, "_<space in lower case>" for another.
 function(kotml_space_suffix out space)
-  if(space STREQUAL "" OR space STREQUAL KOTML_DEFAULT_EXECUTION_SPACE)
+  if(space STREQUAL KOTML_DEFAULT_EXECUTION_SPACE)
     set(${out} "" PARENT_SCOPE)
   else()
     string(TOLOWER "_${space}" _suffix)

@@ -624,15 +624,6 @@ void check_compressed(const std::string& path, const std::string& element,
 template <class Index>
 void check_indices(const std::string& path, const std::string& element,
                    const std::vector<Index>& indices, std::int64_t bound) {
-  // One branch-free pass for the range (it vectorises), then a search for the
-  // first offending index only when there is one.
-  Index low = 0, high = -1;
-  if (!indices.empty()) low = high = indices.front();
-  for (const auto j : indices) {
-    low = j < low ? j : low;
-    high = j > high ? j : high;
-  }
-  if (low >= 0 && high < bound) return;
   for (auto j : indices)
     if (j < 0 || j >= bound)
       throw Error(path, join(element, "indices"),

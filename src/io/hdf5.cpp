@@ -103,12 +103,11 @@ Handle checked(hid_t id, Handle::Closer closer, const std::string& file, const s
 
 Handle make_plist(hid_t cls) { return Handle(H5Pcreate(cls), H5Pclose); }
 
-/// Datasets are opened with a generous chunk cache, so that row-by-row reads of
-/// a compressed matrix do not decompress the same chunk again and again.
-/// How a dataset's chunks are read: through a 32 MiB cache (row slices, which
-/// revisit chunks), or straight into the caller's buffer (whole reads, which
-/// visit each chunk once; HDF5 reads an unfiltered chunk it cannot cache
-/// directly, without a copy through the cache).
+/// How a dataset's chunks are read: through a generous (32 MiB) cache, so that
+/// row-by-row reads of a compressed matrix do not decompress the same chunk
+/// again and again; or, for whole reads, which visit each chunk once, straight
+/// into the caller's buffer (HDF5 reads an unfiltered chunk it cannot cache
+/// without a copy through the cache).
 enum class ChunkCache { shared, bypass };
 
 Handle open_dataset(hid_t file, const std::string& path, const std::string& object,
@@ -290,7 +289,7 @@ bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_s
     if constexpr (widens<From, T>()) {
       // Not value-initialised: HDF5 overwrites every element.
       std::unique_ptr<From[]> buffer(new From[n]);
-      if (n * sizeof(From) >= huge_page_advice_bytes) advise_huge_pages(buffer.get(), n * sizeof(From));
+      advise_huge_pages(buffer.get(), n * sizeof(From));
       if (H5Dread(dataset, candidate, mem_space, file_space, H5P_DEFAULT, buffer.get()) < 0)
         fail(path, element, "cannot read the values");
       for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(buffer[i]);

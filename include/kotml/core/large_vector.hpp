@@ -19,18 +19,17 @@ namespace kotml {
 inline constexpr std::size_t huge_page_advice_bytes = std::size_t(4) << 20;
 
 /// Advises the kernel to back the 2 MiB-aligned part of [data, data + bytes) with
-/// huge pages. Does nothing where the advice does not exist.
+/// huge pages, from huge_page_advice_bytes on. Does nothing below that, or where
+/// the advice does not exist.
 void advise_huge_pages(void* data, std::size_t bytes) noexcept;
 
-/// std::vector<T>(n), value-initialised, with huge-page advice given before the
-/// first touch when it is large.
+/// std::vector<T>(n), value-initialised, with the advice given before the first
+/// touch.
 template <class T>
 std::vector<T> large_vector(std::size_t n) {
   std::vector<T> values;
-  if (n >= huge_page_advice_bytes / sizeof(T)) {
-    values.reserve(n);
-    advise_huge_pages(values.data(), n * sizeof(T));
-  }
+  values.reserve(n);
+  advise_huge_pages(values.data(), n * sizeof(T));
   values.resize(n);
   return values;
 }
