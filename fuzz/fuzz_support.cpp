@@ -54,7 +54,9 @@ void report_bug(const std::string& what) {
   std::abort();
 }
 
-std::uint64_t choice_hash(const std::uint8_t* data, std::size_t size) {
+// Not instrumented: a loop over every byte of a 1 MiB image taught libFuzzer
+// nothing and cost 4% of fuzz_h5ad's time in coverage callbacks.
+__attribute__((no_sanitize("coverage"))) std::uint64_t choice_hash(const std::uint8_t* data, std::size_t size) {
   std::uint64_t h = 1469598103934665603ull;
   for (std::size_t k = 0; k < size; ++k) h = (h ^ data[k]) * 1099511628211ull;
   return h;

@@ -56,9 +56,10 @@ class File {
   /// written or already verified.
   static File open_read_unverified(const std::string& path);
   /// Opens an HDF5 file image held in memory (HDF5's core driver, no backing
-  /// file), read-only; `name` stands for the file in messages. The bytes are
-  /// copied. Nothing verifies the image first: callers pass images HDF5
-  /// itself wrote (the fuzzers), not untrusted bytes.
+  /// file), read-only; `name` stands for the file in messages. HDF5 reads the
+  /// bytes where they are (no copy), so they must outlive the File. Nothing
+  /// verifies the image first: callers pass images HDF5 itself wrote (the
+  /// fuzzers), not untrusted bytes.
   static File open_image(const std::string& name, const void* bytes, std::size_t size);
   /// Opens an existing file for reading and writing.
   static File open_rw(const std::string& path);
