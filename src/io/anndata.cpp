@@ -727,7 +727,10 @@ CsrMatrix<T> AnnDataReader::read_csr_rows(const std::string& element,
       blocks.emplace_back(begin[u], end[u]);
     block_of[u] = blocks.size() - 1;
   }
-  const auto block_indices = file.read_ranges<std::int64_t>(indices_path, blocks);
+  // In 32 bits, as read_column_indices reads them: no widening of what scipy
+  // wrote, and a stored 64-bit value that SparseIndex cannot hold is refused
+  // by the conversion even in gap bytes (it can only be damage: cols fits).
+  const auto block_indices = file.read_ranges<SparseIndex>(indices_path, blocks);
   const auto block_values = file.read_ranges<T>(data_path, blocks);
   std::vector<std::int64_t> block_offset(blocks.size() + 1, 0);
   for (std::size_t b = 0; b < blocks.size(); ++b)
