@@ -37,7 +37,7 @@ void initialise(int* argc, char*** argv) {
   // Open MPI's own SIGABRT/SIGSEGV handlers would stand in front of
   // libFuzzer's, which save the input that crashed.
   setenv("OMPI_MCA_opal_signal", "30", 0);  // SIGPWR: one no fuzzer uses; an empty list upsets LSan
-  MPI_Init(argc, argv);
+  dist::initialize_mpi(argc, argv);
   // Kokkos sees no arguments: libFuzzer's flags are not its own.
   int kokkos_argc = 1;
   char* kokkos_argv[] = {(*argv)[0], nullptr};

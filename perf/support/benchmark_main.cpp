@@ -3,6 +3,7 @@
 // was measured.
 
 #include "kotml/core/blas_threads.hpp"
+#include "kotml/dist/comm.hpp"
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -25,7 +26,7 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  MPI_Init(&argc, &argv);
+  kotml::dist::initialize_mpi(&argc, &argv);
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     kotml::use_one_blas_thread();

@@ -189,7 +189,7 @@ int dispatch_agreed(const std::vector<std::string>& args, const dist::Comm& comm
 }  // namespace kotml::cli
 
 int main(int argc, char* argv[]) {
-  MPI_Init(&argc, &argv);
+  kotml::dist::initialize_mpi(&argc, &argv);
   int code = kotml::exit_ok;
   {
     const kotml::dist::Comm comm(MPI_COMM_WORLD);

@@ -1,10 +1,13 @@
 #include "kotml/dist/comm.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
 #include <set>
+
+#include <unistd.h>
 
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
@@ -31,6 +34,48 @@ Error unpack(const std::string& text) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> singleton_settings(
+    const std::function<const char*(const char*)>& environment) {
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+  for (const char* launcher_variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_FD"})
+    if (environment(launcher_variable) != nullptr) return {};
+  return {{"OMPI_MCA_ess_singleton_isolated", "1"}, {"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self"}};
+#else
+  (void)environment;
+  return {};
+#endif
+}
+
+namespace {
+
+/// The names of the environment's Open MPI and PMIx variables.
+std::set<std::string> mpi_environment_names() {
+  std::set<std::string> names;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    if (text.rfind("OMPI_", 0) == 0 || text.rfind("PMIX_", 0) == 0) names.insert(text.substr(0, text.find('=')));
+  }
+  return names;
+}
+
+}  // namespace
+
+void initialize_mpi(int* argc, char*** argv) {
+  const auto settings = singleton_settings([](const char* name) { return std::getenv(name); });
+  if (settings.empty()) {
+    MPI_Init(argc, argv);
+    return;
+  }
+  const auto before = mpi_environment_names();
+  for (const auto& [variable, value] : settings) setenv(variable.c_str(), value.c_str(), /*overwrite=*/0);
+  MPI_Init(argc, argv);
+  // What this sets, and what MPI_Init adds for an isolated singleton (such as
+  // OMPI_MCA_pmix=isolated), describe this process's world of one. A child
+  // that inherited them (the tests start `mpirun -n 3 kotml`) would crash.
+  for (const auto& name : mpi_environment_names())
+    if (before.count(name) == 0) unsetenv(name.c_str());
+}
 
 Error failure_of_current_exception() {
   try {

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <new>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "kotml/dist/comm.hpp"
 
@@ -123,4 +127,25 @@ TEST(Comm, SumByIdIsIndependentOfOwnership) {
     for (int u = 0; u < units; ++u) expected += partial(u, k);
     EXPECT_EQ(total[static_cast<std::size_t>(k)], expected);
   }
+}
+
+TEST(InitializeMpi, SingletonSettingsOnlyWhereNoLauncherStartedTheProcess) {
+  using Environment = std::map<std::string, std::string>;
+  const auto settings_in = [](const Environment& environment) {
+    return kotml::dist::singleton_settings([&](const char* name) -> const char* {
+      const auto found = environment.find(name);
+      return found == environment.end() ? nullptr : found->second.c_str();
+    });
+  };
+  const auto bare = settings_in({{"PATH", "/usr/bin"}, {"SLURM_JOB_ID", "7"}});
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+  const std::vector<std::pair<std::string, std::string>> expected{{"OMPI_MCA_ess_singleton_isolated", "1"},
+                                                                  {"OMPI_MCA_pml", "ob1"},
+                                                                  {"OMPI_MCA_btl", "self"}};
+  EXPECT_EQ(bare, expected);
+#else
+  EXPECT_TRUE(bare.empty());
+#endif
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_FD"})
+    EXPECT_TRUE(settings_in({{"PATH", "/usr/bin"}, {launcher, "0"}}).empty()) << launcher;
 }

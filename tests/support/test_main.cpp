@@ -6,6 +6,7 @@
 
 #include "kotml/core/blas_threads.hpp"
 #include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -31,7 +32,7 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  MPI_Init(&argc, &argv);
+  kotml::dist::initialize_mpi(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int result = 0;
