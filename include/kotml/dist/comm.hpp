@@ -33,9 +33,10 @@ void initialize_mpi(int* argc, char*** argv);
 /// 0.04 s instead of 0.4: no daemon (ess_singleton_isolated: kotml never
 /// spawns or connects to other MPI jobs), and the ob1 point-to-point layer
 /// over the loopback transport alone (pml ob1, btl self): a world of one
-/// talks only to itself, so no network is probed. `environment` looks a variable up (nullptr
-/// when unset). Empty where a launcher's variables are present (mpirun, srun
-/// through PMIx or PMI, MPICH's hydra) and where the MPI is not Open MPI 4.
+/// talks only to itself, so no network is probed. `environment` looks a
+/// variable up (nullptr when unset). Empty where a launcher's variables are
+/// present (mpirun, srun through PMIx or PMI, MPICH's hydra) and where the MPI
+/// is not Open MPI 4.
 std::vector<std::pair<std::string, std::string>> singleton_settings(
     const std::function<const char*(const char*)>& environment);
 
