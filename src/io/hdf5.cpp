@@ -661,14 +661,13 @@ namespace {
 // builds a whole dataset (datatype, dataspace, layout, filters), and every
 // require_dataset paid that once more than the read that followed it.
 H5O_type_t object_kind(hid_t file, const std::string& object) {
+  const char* name = object.empty() ? "/" : object.c_str();
 #if H5_VERSION_GE(1, 12, 0)
   H5O_info2_t info;
-  const herr_t status = H5Oget_info_by_name3(file, object.empty() ? "/" : object.c_str(), &info, H5O_INFO_BASIC,
-                                             H5P_DEFAULT);
+  const herr_t status = H5Oget_info_by_name3(file, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
 #else
   H5O_info_t info;
-  const herr_t status = H5Oget_info_by_name2(file, object.empty() ? "/" : object.c_str(), &info, H5O_INFO_BASIC,
-                                             H5P_DEFAULT);
+  const herr_t status = H5Oget_info_by_name2(file, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
 #endif
   if (status < 0) {
     H5Eclear2(H5E_DEFAULT);
