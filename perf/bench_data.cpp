@@ -4,7 +4,9 @@
 //   BM_SimulateScrna/cells   negative-binomial counts, both CSR passes
 //   BM_NormalizeLog/cells    normalize_total + log1p
 //   BM_Hvg/cells             'seurat' highly variable genes, 500 of 1000
-//   BM_Pca/cells             50 components of the 500 HVG columns, block Lanczos
+//   BM_Pca/cells/method      50 components of the 500 HVG columns; method 0: the
+//                            Gram matrix's dense eigensolver, 1: Lanczos on the
+//                            Gram matrix, 2: Lanczos on the cells
 //   BM_CohortBuild/cells     cohort of 250 cells per donor, z-scored, one rank
 //
 // Items per second count cells.
@@ -105,6 +107,8 @@ void BM_Pca(benchmark::State& state) {
   const auto hvg = select_columns(x, highly_variable_genes(x, h, gene_names(x.cols)).selected());
   PcaOptions o;
   o.n_comps = 50;
+  o.op = state.range(1) == 2 ? PcaOperator::cells : PcaOperator::gram;
+  o.solver = state.range(1) == 0 ? PcaSolver::dense : PcaSolver::lanczos;
   std::int64_t basis = 0;
   for (auto _ : state) {
     const auto r = pca(hvg, o);
@@ -132,5 +136,9 @@ void BM_CohortBuild(benchmark::State& state) {
 BENCHMARK(BM_SimulateScrna)->Arg(15000)->Arg(60000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_NormalizeLog)->Arg(15000)->Arg(60000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Hvg)->Arg(15000)->Arg(60000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Pca)->Arg(15000)->Arg(60000)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(BM_Pca)
+    ->ArgsProduct({{15000, 60000}, {0, 1, 2}})
+    ->ArgNames({"cells", "method"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 BENCHMARK(BM_CohortBuild)->Arg(15000)->Unit(benchmark::kMillisecond);

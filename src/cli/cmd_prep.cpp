@@ -46,6 +46,12 @@ Subcommand prep_subcommand() {
         ("pca-block", po::value<std::int64_t>()->default_value(d.pca.block_size), "PCA: Lanczos block size")
         ("pca-max-basis", po::value<std::int64_t>()->default_value(0),
          "PCA: largest Lanczos basis (0: min(genes, max(20 n-comps, 400)))")
+        ("pca-operator", po::value<std::string>()->default_value("auto"),
+         "PCA: how A^T A is applied: gram (form the genes x genes matrix once), cells (a pass over the "
+         "cells per block), auto (gram when it fits and costs less)")
+        ("pca-solver", po::value<std::string>()->default_value("auto"),
+         "PCA: lanczos (block Lanczos), dense (LAPACK on the Gram matrix), auto (dense when it costs less "
+         "than the Lanczos iteration's largest basis)")
         ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the PCA start block");
     groups.output.add_options()
         ("output,o", po::value<std::string>()->required(), "output .h5ad (written atomically)")
@@ -78,6 +84,16 @@ Subcommand prep_subcommand() {
     o.pca.block_size = positive<std::int64_t>(vm, "pca-block");
     o.pca.max_basis = non_negative<std::int64_t>(vm, "pca-max-basis");
     o.pca.seed = vm["seed"].as<std::uint64_t>();
+    const auto op = one_of(vm, "pca-operator", {"auto", "gram", "cells"});
+    o.pca.op = op == "gram"    ? data::PcaOperator::gram
+               : op == "cells" ? data::PcaOperator::cells
+                               : data::PcaOperator::automatic;
+    const auto solver = one_of(vm, "pca-solver", {"auto", "lanczos", "dense"});
+    o.pca.solver = solver == "lanczos" ? data::PcaSolver::lanczos
+                   : solver == "dense" ? data::PcaSolver::dense
+                                       : data::PcaSolver::automatic;
+    if (o.pca.op == data::PcaOperator::cells && o.pca.solver == data::PcaSolver::dense)
+      throw Error::option("pca-solver", "dense needs the Gram matrix, but --pca-operator is cells");
     o.compression_level = in_range<int>(vm, "compression", 0, 9);
     check_outputs(comm, {o.input}, {{"output", o.output}});
 
@@ -91,7 +107,10 @@ Subcommand prep_subcommand() {
     if (o.normalize) text << "; normalize_total(" << o.target_sum << ") + log1p";
     if (o.select_hvg) text << "; " << report.n_hvg << " highly variable genes";
     if (o.run_pca)
-      text << "; PCA " << report.n_comps << " components (Lanczos basis " << report.pca_basis << ", "
+      text << "; PCA " << report.n_comps << " components ("
+           << (report.pca_solver == data::PcaSolver::dense ? std::string("dense eigensolver")
+                                                           : "Lanczos basis " + std::to_string(report.pca_basis))
+           << " on " << (report.pca_operator == data::PcaOperator::gram ? "the Gram matrix" : "the cells") << ", "
            << (report.pca_converged ? "converged" : "NOT converged") << ", explained variance "
            << report.explained_variance << ")";
     text << "\nwrote " << o.output << "\n";

@@ -7,11 +7,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/gemm.hpp"
 #include "kotml/core/random.hpp"
+#include "kotml/core/region.hpp"
 #include "staging.hpp"
+
+extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a,
+                        const int* lda, const double* vl, const double* vu, const int* il, const int* iu,
+                        const double* abstol, int* found, double* w, double* z, const int* ldz, int* isuppz,
+                        double* work, const int* lwork, int* iwork, const int* liwork, int* info,
+                        std::size_t jobz_length, std::size_t range_length, std::size_t uplo_length);
 
 namespace kotml::data {
 namespace {
@@ -23,6 +32,13 @@ using Partials = Kokkos::View<double***, Kokkos::LayoutRight, MemSpace>;
 
 /// Columns of a block handled by one thread: its partial sums live in registers.
 constexpr std::int64_t panel = 8;
+/// Cells per dense tile of the Gram operator (at most; fewer cells, fewer rows).
+constexpr std::int64_t gram_tile_cells = 512;
+/// Features per block of C: one GEMM per block pair on or above the diagonal.
+constexpr std::int64_t gram_block_features = 128;
+
+using LeftMatrix = Kokkos::View<double**, Kokkos::LayoutLeft, MemSpace>;
+using LeftBlock = Kokkos::View<const double**, Kokkos::LayoutLeft, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 /// The cells' CSR as the kernels read it: 32-bit column indices (features are
 /// far fewer than 2^31) to cut the bytes streamed per stored value.
@@ -169,6 +185,37 @@ struct SumChunks {
   }
 };
 
+/// A dense centred tile of `rows` cells, stored by feature block: block a
+/// (features a0 .. a0 + w_a, gram_block_features wide but the last) is the
+/// column-major w_a × rows matrix U_a = T(:, a0 .. a0 + w_a)^T at offset a0 · rows,
+/// so a cell's values for one block are contiguous (its row is filled with few
+/// cache lines) and each block is a GEMM operand as it stands.
+struct CentredTileRow {
+  Cells x;
+  Vector<const double> mu;
+  Vector<double> storage;  // features × rows
+  std::int64_t rows, first, cells;
+
+  KOKKOS_INLINE_FUNCTION double& at(const std::int64_t r, const std::int64_t j) const {
+    const std::int64_t a0 = j - j % gram_block_features;
+    const std::int64_t width = x.cols - a0 < gram_block_features ? x.cols - a0 : gram_block_features;
+    return storage(a0 * rows + r * width + (j - a0));
+  }
+
+  /// Row r: T(r, j) = x_{first + r, j} - mu_j for the tile's cells, 0 past the last.
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r) const {
+    const bool cell = r < cells;
+    for (std::int64_t a0 = 0; a0 < x.cols; a0 += gram_block_features) {
+      const std::int64_t width = x.cols - a0 < gram_block_features ? x.cols - a0 : gram_block_features;
+      double* row = &storage(a0 * rows + r * width);
+      for (std::int64_t j = 0; j < width; ++j) row[j] = cell ? -mu(a0 + j) : 0.0;
+    }
+    if (!cell) return;
+    for (std::int64_t p = x.indptr(first + r); p < x.indptr(first + r + 1); ++p)
+      at(r, x.indices(p)) += static_cast<double>(x.values(p));
+  }
+};
+
 void run_gram_chunks(const GramChunks& k, std::int64_t items) {
   Kokkos::parallel_for("kotml::data::pca_gram_chunks", Range(0, items), k);
 }
@@ -185,6 +232,55 @@ void run_sum_chunks(const SumChunks& k, std::int64_t features) {
   Kokkos::parallel_for("kotml::data::pca_sum_chunks", Range(0, features), k);
 }
 
+/// out(first + r, c) = product(c, r): a tile's scores, stored transposed by its GEMM.
+struct CopyTileScores {
+  LeftMatrix product;
+  Matrix<double> out;
+  std::int64_t first;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r) const {
+    for (std::size_t c = 0; c < product.extent(0); ++c) out(first + r, c) = product(c, r);
+  }
+};
+
+void run_copy_tile_scores(const CopyTileScores& k, std::int64_t cells) {
+  Kokkos::parallel_for("kotml::data::pca_copy_tile_scores", Range(0, cells), k);
+}
+void run_centred_tile(const CentredTileRow& k) {
+  Kokkos::parallel_for("kotml::data::pca_centred_tile", Range(0, k.rows), k);
+}
+
+/// Features [begin, end) of each block of C.
+struct FeatureBlock {
+  std::int64_t begin, end;
+  std::int64_t size() const { return end - begin; }
+};
+
+std::vector<FeatureBlock> feature_blocks(std::int64_t features) {
+  std::vector<FeatureBlock> blocks;
+  for (std::int64_t j = 0; j < features; j += gram_block_features)
+    blocks.push_back({j, std::min(features, j + gram_block_features)});
+  return blocks;
+}
+
+std::int64_t tile_rows(std::int64_t cells) { return std::min(cells, gram_tile_cells); }
+
+/// Multiply-adds of forming C: every tile's GEMMs over the block pairs j <= k.
+double gram_multiply_adds(std::int64_t cells, std::int64_t features) {
+  const auto rows = tile_rows(cells);
+  const auto tiles = (cells + rows - 1) / rows;
+  double per_row = 0;
+  const auto blocks = feature_blocks(features);
+  for (std::size_t a = 0; a < blocks.size(); ++a)
+    for (std::size_t b = a; b < blocks.size(); ++b)
+      per_row += static_cast<double>(blocks[a].size()) * static_cast<double>(blocks[b].size());
+  return static_cast<double>(tiles * rows) * per_row;
+}
+
+std::int64_t largest_basis(std::int64_t features, std::int64_t n_comps, std::int64_t block, std::int64_t max_basis) {
+  return std::min(features, max_basis > 0 ? std::max(max_basis, n_comps + block)
+                                          : std::max<std::int64_t>(20 * n_comps, 400));
+}
+
 Matrix<double> device_copy(const std::string& label, const Mat& m) {
   Matrix<double> d(no_init(label), m.rows(), m.cols());
   Kokkos::deep_copy(d, detail::HostUnmanagedMatrix<const double>(m.data(), m.rows(), m.cols()));
@@ -199,6 +295,44 @@ Mat host_copy(const Matrix<double>& d) {
 
 Vector<double> device_vector(const std::string& label, const Vec& v) {
   return detail::to_device(label, std::vector<double>(v.data(), v.data() + v.size()));
+}
+
+/// The k largest eigenvalues of a symmetric matrix, descending, and their
+/// eigenvectors (columns). LAPACK's dsyevr: one reduction to tridiagonal form,
+/// then only the k wanted pairs (MRRR) and their back-transformation, where a
+/// full eigensolver would also rotate every other eigenvector (measured: the
+/// projected solves were a fifth of `kotml prep` at 15,000 cells).
+struct Eigenpairs {
+  Vec values;
+  Mat vectors;
+};
+
+Eigenpairs leading_eigenpairs(Mat symmetric, std::int64_t k) {
+  const int n = static_cast<int>(symmetric.rows()), first = n - static_cast<int>(k) + 1, last = n;
+  const double unused = 0, abstol = 0;
+  int found = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+  double work_size = 0;
+  Eigen::VectorXd w(n);
+  Eigen::MatrixXd z(n, k);  // column-major, as LAPACK writes it
+  std::vector<int> isuppz(2 * static_cast<std::size_t>(k));
+  // The matrix is symmetric, so its row-major storage is its column-major one.
+  dsyevr_("V", "I", "U", &n, symmetric.data(), &n, &unused, &unused, &first, &last, &abstol, &found, w.data(),
+          z.data(), &n, isuppz.data(), &work_size, &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
+  internal_check(info == 0, "dsyevr workspace query failed with info " + std::to_string(info));
+  lwork = static_cast<int>(work_size);
+  liwork = iwork_size;
+  std::vector<double> work(static_cast<std::size_t>(lwork));
+  std::vector<int> iwork(static_cast<std::size_t>(liwork));
+  dsyevr_("V", "I", "U", &n, symmetric.data(), &n, &unused, &unused, &first, &last, &abstol, &found, w.data(),
+          z.data(), &n, isuppz.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1, 1);
+  internal_check(info == 0 && found == k, "dsyevr failed with info " + std::to_string(info) + " (" +
+                                              std::to_string(found) + " of " + std::to_string(k) + " pairs)");
+  Eigenpairs pairs{Vec(k), Mat(n, k)};
+  for (std::int64_t i = 0; i < k; ++i) {  // dsyevr returns them ascending
+    pairs.values(i) = w(k - 1 - i);
+    pairs.vectors.col(i) = z.col(k - 1 - i);
+  }
+  return pairs;
 }
 
 Mat thin_q(const Mat& m) {
@@ -243,6 +377,54 @@ class CentredCells {
     return host_copy(w);
   }
 
+  /// C = A^T A (features × features), from dense centred tiles of cells (see
+  /// pca.hpp): one GEMM per block pair j <= k and tile, added in tile order.
+  Mat gram_matrix() const {
+    const ProfilingRegion region("kotml::data::pca_gram_matrix");
+    const auto blocks = feature_blocks(x_.cols);
+    std::vector<LeftMatrix> products;
+    for (std::size_t a = 0; a < blocks.size(); ++a)
+      for (std::size_t b = a; b < blocks.size(); ++b)
+        products.emplace_back("pca Gram block", blocks[a].size(), blocks[b].size());
+    for_each_tile([&](const CentredTileRow& tile) {
+      std::size_t product = 0;
+      for (std::size_t a = 0; a < blocks.size(); ++a)
+        for (std::size_t b = a; b < blocks.size(); ++b)
+          kotml::gemm("N", "T", 1.0, tile_block(tile, blocks[a]), tile_block(tile, blocks[b]), 1.0,
+                      products[product++]);
+    });
+    Mat c(x_.cols, x_.cols);
+    std::size_t product = 0;
+    for (std::size_t a = 0; a < blocks.size(); ++a)
+      for (std::size_t b = a; b < blocks.size(); ++b) {
+        const auto block = Kokkos::create_mirror_view_and_copy(HostSpace(), products[product++]);
+        for (std::int64_t i = 0; i < blocks[a].size(); ++i)
+          for (std::int64_t j = 0; j < blocks[b].size(); ++j)
+            c(blocks[a].begin + i, blocks[b].begin + j) = c(blocks[b].begin + j, blocks[a].begin + i) = block(i, j);
+      }
+    return c;
+  }
+
+  /// A Y (cells × l) from the dense centred tiles, one GEMM per tile: n · g · l
+  /// multiply-adds, cheaper than the stored values' pass where C was formed.
+  Mat times_by_tiles(const Mat& y) const {
+    const ProfilingRegion region("kotml::data::pca_scores_by_tiles");
+    const auto l = static_cast<std::int64_t>(y.cols());
+    const auto y_device = device_copy("pca Y", y);
+    Matrix<double> out(no_init("pca A Y"), x_.rows, l);
+    LeftMatrix product(no_init("pca tile scores"), l, tile_rows(x_.rows));  // (T Y)^T = sum_a Y_a^T U_a
+    const auto blocks = feature_blocks(x_.cols);
+    for_each_tile([&](const CentredTileRow& tile) {
+      for (std::size_t a = 0; a < blocks.size(); ++a) {
+        // Rows a0 .. a1 of the row-major g × l Y are the column-major l × w_a Y_a^T.
+        const LeftBlock y_t(y_device.data() + blocks[a].begin * l, l, blocks[a].size());
+        kotml::gemm("N", "N", 1.0, y_t, tile_block(tile, blocks[a]), a == 0 ? 0.0 : 1.0, product);
+      }
+      run_copy_tile_scores(CopyTileScores{product, out, tile.first}, tile.cells);
+    });
+    return host_copy(out);
+  }
+
   /// A Y (cells × l).
   Mat times(const Mat& y) const {
     const auto l = static_cast<std::int64_t>(y.cols());
@@ -253,6 +435,23 @@ class CentredCells {
   }
 
  private:
+  /// visit(tile) for each dense centred tile of cells (CentredTileRow), in cell order.
+  template <class Visit>
+  void for_each_tile(Visit&& visit) const {
+    const std::int64_t rows = tile_rows(x_.rows);
+    CentredTileRow tile{x_, mu_device_, Vector<double>(no_init("pca centred tile"), x_.cols * rows), rows, 0, 0};
+    for (tile.first = 0; tile.first < x_.rows; tile.first += rows) {
+      tile.cells = std::min(rows, x_.rows - tile.first);
+      run_centred_tile(tile);
+      visit(static_cast<const CentredTileRow&>(tile));
+    }
+  }
+
+  /// U_a of a tile: the column-major w_a × rows block of features a.
+  static LeftBlock tile_block(const CentredTileRow& tile, const FeatureBlock& block) {
+    return LeftBlock(tile.storage.data() + block.begin * tile.rows, block.size(), tile.rows);
+  }
+
   Cells x_;
   std::int64_t rows_per_chunk_ = 0, chunks_ = 0;
   Vec mu_;
@@ -270,39 +469,23 @@ Mat orthogonalise(const Mat& q, Mat& w) {
   return coefficients + again;
 }
 
-}  // namespace
+/// The leading Ritz pairs of C and how they were reached.
+struct RitzPairs {
+  Vec theta;  // k values, descending
+  Mat y;      // g × k unit vectors
+  std::int64_t iterations = 0, basis_size = 0;
+  bool converged = false;
+  double residual = 0;
+};
 
-PcaResult pca(const HostCsr& x, const PcaOptions& o) {
-  const std::int64_t n = x.rows, g = x.cols;
-  const std::int64_t smaller = std::min(n, g);
-  if (o.n_comps < 1 || o.n_comps >= smaller)
-    throw Error::option("n-comps", "must be between 1 and min(cells, features) - 1 = " +
-                                       std::to_string(smaller - 1) + ", got " + std::to_string(o.n_comps));
-  if (o.block_size < 1) throw Error::option("pca-block", "must be positive");
+/// Block Lanczos with full reorthogonalisation on C, applied by apply(V) = C V
+/// (see pca.hpp). basis holds Q_1..Q_j; t is the projected matrix Q^T C Q,
+/// filled column block by column block.
+RitzPairs lanczos(const std::function<Mat(const Mat&)>& apply, std::int64_t g, const PcaOptions& o) {
   const std::int64_t k = o.n_comps;
   const std::int64_t b = std::min(o.block_size, g);
-  const std::int64_t max_basis =
-      std::min(g, o.max_basis > 0 ? std::max(o.max_basis, k + b) : std::max<std::int64_t>(20 * k, 400));
-
-  PcaResult result;
-  result.n_obs = n;
-  result.n_features = g;
-  result.n_comps = k;
-
-  // Feature means and total variance (unbiased), as scanpy's _get_mean_var.
-  CentredCells gram(x);
-  const Mat moments = gram.moments();
-  result.mean.resize(g);
-  const auto nd = static_cast<double>(n);
-  double total_variance = 0;
-  for (std::int64_t j = 0; j < g; ++j) {
-    result.mean[j] = moments(j, 0) / nd;
-    total_variance += (moments(j, 1) / nd - result.mean[j] * result.mean[j]) * nd / (nd - 1.0);
-  }
-  gram.set_mean(result.mean);
-
-  // Block Lanczos with full reorthogonalisation. basis holds Q_1..Q_j; t is the
-  // projected matrix Q^T C Q, filled column block by column block.
+  const std::int64_t max_basis = largest_basis(g, k, b, o.max_basis);
+  RitzPairs result;
   random::Stream stream(o.seed, random::Purpose::pca, 0);
   const auto gaussian_block = [&](std::int64_t cols) {
     Mat m(g, cols);
@@ -312,8 +495,7 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
   };
   Mat basis = thin_q(gaussian_block(b));
   Mat t = Mat::Zero(max_basis, max_basis);
-  Vec theta;
-  Mat ritz;  // columns: eigenvectors of t, by descending Ritz value
+  Mat ritz;  // columns: the k leading eigenvectors of t, by descending Ritz value
   // Convergence checks cost an m × m eigensolve: they are spaced by predicting,
   // from the last two residuals, where the residual reaches tol.
   std::int64_t m = 0, next_check = k + b, previous_m = 0;
@@ -321,14 +503,14 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
   const auto solve_projected = [&](std::int64_t size) {
     Mat tm = t.topLeftCorner(size, size);
     tm = 0.5 * (tm + tm.transpose()).eval();
-    Eigen::SelfAdjointEigenSolver<Mat> eig(tm);
-    theta = eig.eigenvalues().reverse();
-    ritz = eig.eigenvectors().rowwise().reverse();
+    auto pairs = leading_eigenpairs(std::move(tm), k);
+    result.theta = std::move(pairs.values);
+    ritz = std::move(pairs.vectors);
   };
   while (true) {
     const std::int64_t j0 = m;
     const std::int64_t width = basis.cols() - j0;  // the newest block
-    Mat w = gram.gram_times(basis.rightCols(width));
+    Mat w = apply(basis.rightCols(width));
     ++result.iterations;
     const Mat coefficients = orthogonalise(basis, w);  // Q^T C Q_new, then w ⟂ Q
     t.block(0, j0, j0 + width, width) = coefficients;
@@ -358,7 +540,7 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
       double worst = 0;
       for (std::int64_t i = 0; i < k; ++i) {
         const double residual = (r_full * ritz.block(j0, i, width, 1)).norm();
-        worst = std::max(worst, residual / std::max(theta(i), 1e-300));
+        worst = std::max(worst, residual / std::max(result.theta(i), 1e-300));
       }
       result.residual = worst;
       if (worst <= o.tol || full) {
@@ -382,21 +564,101 @@ PcaResult pca(const HostCsr& x, const PcaOptions& o) {
     t.block(j0, m, width, next) = r_full.topRows(next).transpose();
   }
   result.basis_size = m;
+  result.y = basis.leftCols(m) * ritz.leftCols(k);
+  return result;
+}
 
-  // Components y_i = Q s_i with scikit-learn's sign rule; scores A y_i.
-  Mat y = basis.leftCols(m) * ritz.leftCols(k);
+/// The k leading eigenpairs of the formed C by LAPACK (PcaSolver::dense), with
+/// the largest relative residual ||C y - theta y|| / theta measured on C.
+RitzPairs dense_eigenpairs(const Mat& c, const PcaOptions& o) {
+  auto pairs = leading_eigenpairs(c, o.n_comps);
+  RitzPairs result;
+  result.theta = std::move(pairs.values);
+  result.y = std::move(pairs.vectors);
+  result.basis_size = c.rows();
+  const Mat residuals = c * result.y - result.y * result.theta.asDiagonal();
+  for (std::int64_t i = 0; i < o.n_comps; ++i)
+    result.residual = std::max(result.residual, residuals.col(i).norm() / std::max(result.theta(i), 1e-300));
+  result.converged = result.residual <= o.tol;
+  return result;
+}
+
+}  // namespace
+
+PcaOperator choose_pca_operator(const HostCsr& x, const PcaOptions& o) {
+  if (x.cols > gram_max_features) return PcaOperator::cells;
+  const auto basis = largest_basis(x.cols, o.n_comps, std::min(o.block_size, x.cols), o.max_basis);
+  const double cells = 2.0 * static_cast<double>(x.values.size()) * static_cast<double>(basis);
+  return gram_multiply_adds(x.rows, x.cols) <= dense_per_sparse * cells ? PcaOperator::gram : PcaOperator::cells;
+}
+
+PcaSolver choose_pca_solver(std::int64_t features, const PcaOptions& o) {
+  const auto g = static_cast<double>(features);
+  const auto basis = static_cast<double>(largest_basis(features, o.n_comps, std::min(o.block_size, features), o.max_basis));
+  // LAPACK's reduction to tridiagonal form against the Lanczos products C Q
+  // and its two orthogonalisation passes at the largest basis.
+  return 4.0 / 3.0 * g * g * g <= g * g * basis + 4.0 * g * basis * basis ? PcaSolver::dense : PcaSolver::lanczos;
+}
+
+PcaResult pca(const HostCsr& x, const PcaOptions& o) {
+  const std::int64_t n = x.rows, g = x.cols;
+  const std::int64_t smaller = std::min(n, g);
+  if (o.n_comps < 1 || o.n_comps >= smaller)
+    throw Error::option("n-comps", "must be between 1 and min(cells, features) - 1 = " +
+                                       std::to_string(smaller - 1) + ", got " + std::to_string(o.n_comps));
+  if (o.block_size < 1) throw Error::option("pca-block", "must be positive");
+  const std::int64_t k = o.n_comps;
+
+  PcaResult result;
+  result.n_obs = n;
+  result.n_features = g;
+  result.n_comps = k;
+  result.op = o.op == PcaOperator::automatic ? choose_pca_operator(x, o) : o.op;
+  result.solver = result.op == PcaOperator::cells ? PcaSolver::lanczos
+                  : o.solver == PcaSolver::automatic ? choose_pca_solver(g, o)
+                                                     : o.solver;
+  if (o.solver == PcaSolver::dense && result.op != PcaOperator::gram)
+    throw Error::option("pca-solver", "dense needs the Gram matrix (--pca-operator gram or auto choosing it)");
+
+  // Feature means and total variance (unbiased), as scanpy's _get_mean_var.
+  CentredCells centred(x);
+  const Mat moments = centred.moments();
+  result.mean.resize(g);
+  const auto nd = static_cast<double>(n);
+  double total_variance = 0;
+  for (std::int64_t j = 0; j < g; ++j) {
+    result.mean[j] = moments(j, 0) / nd;
+    total_variance += (moments(j, 1) / nd - result.mean[j] * result.mean[j]) * nd / (nd - 1.0);
+  }
+  centred.set_mean(result.mean);
+
+  RitzPairs pairs;
+  if (result.op == PcaOperator::gram) {
+    const Mat c = centred.gram_matrix();
+    pairs = result.solver == PcaSolver::dense ? dense_eigenpairs(c, o)
+                                              : lanczos([&](const Mat& v) -> Mat { return c * v; }, g, o);
+  } else {
+    pairs = lanczos([&](const Mat& v) { return centred.gram_times(v); }, g, o);
+  }
+  result.iterations = pairs.iterations;
+  result.basis_size = pairs.basis_size;
+  result.converged = pairs.converged;
+  result.residual = pairs.residual;
+
+  // Components with scikit-learn's sign rule; scores A y_i.
+  Mat& y = pairs.y;
   for (std::int64_t i = 0; i < k; ++i) {
     Eigen::Index at = 0;
     y.col(i).cwiseAbs().maxCoeff(&at);
     if (y(at, i) < 0) y.col(i) *= -1.0;
   }
-  const Mat scores = gram.times(y);
+  const Mat scores = result.op == PcaOperator::gram ? centred.times_by_tiles(y) : centred.times(y);
   result.components.resize(static_cast<std::size_t>(k * g));
   for (std::int64_t i = 0; i < k; ++i)
     for (std::int64_t j = 0; j < g; ++j) result.components[i * g + j] = y(j, i);
   result.scores.assign(scores.data(), scores.data() + n * k);
   for (std::int64_t i = 0; i < k; ++i) {
-    const double s2 = std::max(theta(i), 0.0);
+    const double s2 = std::max(pairs.theta(i), 0.0);
     result.singular_values.push_back(std::sqrt(s2));
     result.variance.push_back(s2 / (nd - 1.0));
     result.variance_ratio.push_back(total_variance > 0 ? s2 / (nd - 1.0) / total_variance : 0.0);

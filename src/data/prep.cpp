@@ -147,17 +147,27 @@ PrepReport run_prep(const PrepOptions& o) {
     report.n_comps = po.n_comps;
     report.pca_iterations = pca_result.iterations;
     report.pca_basis = pca_result.basis_size;
+    report.pca_operator = pca_result.op;
+    report.pca_solver = pca_result.solver;
     report.pca_converged = pca_result.converged;
     report.pca_residual = pca_result.residual;
     for (const double r : pca_result.variance_ratio) report.explained_variance += r;
-    if (!pca_result.converged)
+    if (!pca_result.converged && pca_result.solver == PcaSolver::dense)
+      report.warnings.push_back("PCA: the dense eigensolver's relative residual " +
+                                std::to_string(pca_result.residual) + " is above --pca-tol " +
+                                std::to_string(po.tol) + ", which is below what double precision reaches");
+    else if (!pca_result.converged)
       report.warnings.push_back("PCA stopped at a Lanczos basis of " + std::to_string(pca_result.basis_size) +
                                 " vectors with relative residual " + std::to_string(pca_result.residual) +
                                 " (tolerance " + std::to_string(po.tol) +
                                 "); trailing components may be inexact (raise --pca-max-basis)");
   }
 
-  if (o.run_pca) stage("PCA (" + std::to_string(pca_result.iterations) + " Lanczos blocks)");
+  if (o.run_pca)
+    stage("PCA (" +
+          (pca_result.solver == PcaSolver::dense ? std::string("dense eigensolver")
+                                                 : std::to_string(pca_result.iterations) + " Lanczos blocks") +
+          " on " + (pca_result.op == PcaOperator::gram ? "the Gram matrix" : "the cells") + ")");
 
   // The output file.
   io::AnnDataContent out;
@@ -216,6 +226,8 @@ PrepReport run_prep(const PrepOptions& o) {
     out.uns_scalars.emplace_back("kotml_prep/pca_basis", static_cast<double>(pca_result.basis_size));
     out.uns_scalars.emplace_back("kotml_prep/pca_residual", pca_result.residual);
     out.uns_scalars.emplace_back("kotml_prep/pca_seed", static_cast<double>(o.pca.seed));
+    out.uns_strings.emplace_back("kotml_prep/pca_operator", pca_result.op == PcaOperator::gram ? "gram" : "cells");
+    out.uns_strings.emplace_back("kotml_prep/pca_solver", pca_result.solver == PcaSolver::dense ? "dense" : "lanczos");
   }
   if (o.normalize) out.uns_scalars.emplace_back("kotml_prep/target_sum", o.target_sum);
   out.uns_strings.emplace_back("kotml_prep/input", o.input);

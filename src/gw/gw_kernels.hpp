@@ -23,7 +23,7 @@
 #include "kotml/gw/distances.hpp"
 #include "kotml/gw/row_partition.hpp"
 #include "kotml/ot/fast_exp.hpp"
-#include "kotml/ot/gemm.hpp"
+#include "kotml/core/gemm.hpp"
 #include "kotml/ot/lse.hpp"
 #include "gw_simd_host.hpp"
 
@@ -156,7 +156,7 @@ void cross_term(Mat<S> dx, Mat<S> dy, Mat<S> lambda) {
     const auto tile = Kokkos::make_pair(r0, r0 + plan_row_tile < rows ? r0 + plan_row_tile : rows);
     auto a = Kokkos::subview(dx, tile, Kokkos::ALL());
     auto c = Kokkos::subview(lambda, tile, Kokkos::ALL());
-    ot::gemm("N", "T", alpha, a, dy, S(0), c);
+    kotml::gemm("N", "T", alpha, a, dy, S(0), c);
   }
 }
 

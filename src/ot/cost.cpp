@@ -1,6 +1,6 @@
 #include "kotml/ot/cost.hpp"
 
-#include "kotml/ot/gemm.hpp"
+#include "kotml/core/gemm.hpp"
 
 #include <string>
 
@@ -68,7 +68,7 @@ void dot_products(const Matrix<const T>& X, const Matrix<const T>& Y, const Matr
   ConstLeft xt(X.data(), d, n);
   ConstLeft yt(Y.data(), d, m);
   Left ct(C.data(), m, n);
-  gemm("T", "N", T(1), yt, xt, T(0), ct);
+  kotml::gemm("T", "N", T(1), yt, xt, T(0), ct);
 }
 
 template <class T>

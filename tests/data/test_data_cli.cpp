@@ -77,6 +77,13 @@ TEST(PrepCli, FixtureThenInfo) {
                             "--n-comps", "10"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("40 highly variable genes"), std::string::npos) << r.out;
+  // 300 cells x 40 genes: the Gram matrix is formed and solved densely, and the
+  // output says so; the cells operator can be asked for.
+  EXPECT_NE(r.out.find("(dense eigensolver on the Gram matrix, converged"), std::string::npos) << r.out;
+  const auto cells = run_kotml({"prep", input, "-o", dir.file("c.h5ad"), "--n-top-genes", "40", "--batch-key",
+                                "batch", "--n-comps", "10", "--pca-operator", "cells"});
+  ASSERT_EQ(cells.exit_code, 0) << cells.err;
+  EXPECT_NE(cells.out.find("on the cells, converged"), std::string::npos) << cells.out;
   const auto info = run_kotml({"info", dir.file("p.h5ad")});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("X_pca"), std::string::npos);
@@ -120,6 +127,9 @@ TEST(PrepCli, BadRequestsAreOneLineExitTwoAndWriteNothing) {
   expect_one_error_line(run_kotml({"prep", input, "-o", out, "--batch-key", "donor"}), "obs/donor");
   expect_one_error_line(run_kotml({"prep", input, "-o", out, "--layer", "spliced"}), "layers/spliced");
   expect_one_error_line(run_kotml({"prep", input, "-o", out, "--n-comps", "0"}), "--n-comps");
+  expect_one_error_line(run_kotml({"prep", input, "-o", out, "--pca-operator", "cells", "--pca-solver", "dense"}),
+                        "--pca-solver");
+  expect_one_error_line(run_kotml({"prep", input, "-o", out, "--pca-solver", "qr"}), "--pca-solver");
   expect_one_error_line(run_kotml({"prep", dir.file("missing.h5ad"), "-o", out}, 2), "missing.h5ad");
   EXPECT_FALSE(kotml::test::file_exists(out));
 }

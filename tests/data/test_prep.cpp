@@ -140,6 +140,16 @@ TEST(Hvg, SeuratCutoffsAndBatchesMatchScanpy) {
   }
 }
 
+/// The three ways pca() can reach its eigenpairs.
+struct PcaMethod {
+  PcaOperator op;
+  PcaSolver solver;
+  const char* name;
+};
+constexpr PcaMethod pca_methods[] = {{PcaOperator::gram, PcaSolver::lanczos, "Lanczos on the Gram matrix"},
+                                     {PcaOperator::gram, PcaSolver::dense, "dense on the Gram matrix"},
+                                     {PcaOperator::cells, PcaSolver::lanczos, "Lanczos on the cells"}};
+
 TEST(Pca, PrincipalAnglesWithScanpyBelowOneMilliradian) {
   const auto x = normalised_input();
   const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
@@ -205,17 +215,22 @@ TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
     }
     x.indptr.push_back(static_cast<std::int64_t>(x.indices.size()));
   }
+  const Mat centred = dense.rowwise() - dense.colwise().mean();
+  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV | Eigen::ComputeThinU);
   PcaOptions o;
   o.n_comps = 6;
   o.tol = 1e-10;
+  for (const auto& method : pca_methods) {
+  SCOPED_TRACE(method.name);
+  o.op = method.op;
+  o.solver = method.solver;
   const auto a = pca(x, o);
   const auto b = pca(x, o);
+  EXPECT_EQ(a.op, method.op);
+  EXPECT_EQ(a.solver, method.solver);
   EXPECT_EQ(a.components, b.components);
   EXPECT_EQ(a.scores, b.scores);
   ASSERT_TRUE(a.converged);
-
-  const Mat centred = dense.rowwise() - dense.colwise().mean();
-  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV | Eigen::ComputeThinU);
   for (int c = 0; c < 6; ++c) {
     Eigen::VectorXd ours(g);
     for (std::int64_t j = 0; j < g; ++j) ours(j) = a.components[c * g + j];
@@ -227,6 +242,7 @@ TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
     EXPECT_GT(ours(at), 0.0);
     const Eigen::VectorXd expected_scores = centred * ours;
     for (std::int64_t i = 0; i < n; ++i) EXPECT_NEAR(a.scores[i * 6 + c], expected_scores(i), 1e-8 * svd.singularValues()(0));
+  }
   }
   o.n_comps = g;
   EXPECT_THROW(pca(x, o), Error);
@@ -255,20 +271,104 @@ TEST(Pca, LanczosConvergesBeforeTheFullSpace) {
     }
     x.indptr.push_back(static_cast<std::int64_t>(x.indices.size()));
   }
+  const Mat centred = dense.rowwise() - dense.colwise().mean();
+  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV);
   PcaOptions o;
   o.n_comps = 5;
   o.tol = 1e-9;
-  const auto r = pca(x, o);
-  ASSERT_TRUE(r.converged);
-  EXPECT_LT(r.basis_size, g / 2);
-  const Mat centred = dense.rowwise() - dense.colwise().mean();
-  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV);
-  for (int c = 0; c < 5; ++c) {
-    Eigen::VectorXd ours(g);
-    for (std::int64_t j = 0; j < g; ++j) ours(j) = r.components[c * g + j];
-    EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-6) << c;
-    EXPECT_NEAR(r.singular_values[c], svd.singularValues()(c), 1e-8 * svd.singularValues()(0)) << c;
+  for (const auto& method : pca_methods) {
+    SCOPED_TRACE(method.name);
+    o.op = method.op;
+    o.solver = method.solver;
+    const auto r = pca(x, o);
+    ASSERT_TRUE(r.converged);
+    if (method.solver == PcaSolver::lanczos) EXPECT_LT(r.basis_size, g / 2);
+    for (int c = 0; c < 5; ++c) {
+      Eigen::VectorXd ours(g);
+      for (std::int64_t j = 0; j < g; ++j) ours(j) = r.components[c * g + j];
+      EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-6) << c;
+      EXPECT_NEAR(r.singular_values[c], svd.singularValues()(c), 1e-8 * svd.singularValues()(0)) << c;
+    }
   }
+}
+
+TEST(Pca, EveryMethodAgreesOnScanpysInput) {
+  // The same C reached three ways: the axes, variances and scores agree far
+  // below the tolerance against scanpy (Lanczos stops at a 1e-8 residual).
+  const auto x = normalised_input();
+  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
+  const auto hv = flags(expected.var("highly_variable"));
+  std::vector<std::int64_t> genes;
+  for (std::size_t g = 0; g < hv.size(); ++g)
+    if (hv[g]) genes.push_back(static_cast<std::int64_t>(g));
+  const auto hvg = select_columns(x, genes);
+  PcaOptions o;
+  o.n_comps = 20;
+  o.op = PcaOperator::cells;
+  const auto reference = pca(hvg, o);
+  ASSERT_TRUE(reference.converged);
+  const auto h = static_cast<Eigen::Index>(genes.size()), k = Eigen::Index(20);
+  for (const auto& method : pca_methods) {
+    SCOPED_TRACE(method.name);
+    o.op = method.op;
+    o.solver = method.solver;
+    const auto r = pca(hvg, o);
+    ASSERT_TRUE(r.converged);
+    for (Eigen::Index c = 0; c < k; ++c) {
+      Eigen::VectorXd a(h), b(h);
+      for (Eigen::Index i = 0; i < h; ++i) {
+        a(i) = r.components[c * h + i];
+        b(i) = reference.components[c * h + i];
+      }
+      EXPECT_LT(angle(a, b), 1e-7) << c;
+      EXPECT_GT(a.dot(b), 0.0) << "the sign rule picks the same sign, component " << c;
+      EXPECT_NEAR(r.variance[c], reference.variance[c], 1e-10 * reference.variance[0]) << c;
+    }
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < r.scores.size(); ++i) {
+      worst = std::max(worst, std::fabs(r.scores[i] - reference.scores[i]));
+      scale = std::max(scale, std::fabs(reference.scores[i]));
+    }
+    EXPECT_LT(worst, 1e-6 * scale);
+  }
+  o.op = PcaOperator::cells;
+  o.solver = PcaSolver::dense;
+  EXPECT_THROW(pca(hvg, o), Error);
+}
+
+TEST(Pca, AutomaticOperatorFollowsTheCostOfEach) {
+  // Dense columns: forming C (n g² / 2 per cell block) is cheaper than passes
+  // over the stored values. Very sparse rows over many features: the cells.
+  const auto csr = [](std::int64_t n, std::int64_t g, std::int64_t per_row) {
+    HostCsr x;
+    x.rows = n;
+    x.cols = g;
+    x.indptr.push_back(0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t p = 0; p < per_row; ++p) {
+        x.indices.push_back(static_cast<std::int32_t>((i * 7 + p * (g / per_row)) % g));
+        x.values.push_back(1.0f);
+      }
+      x.indptr.push_back(static_cast<std::int64_t>(x.indices.size()));
+    }
+    return x;
+  };
+  PcaOptions o;
+  o.n_comps = 10;
+  EXPECT_EQ(choose_pca_operator(csr(2000, 300, 100), o), PcaOperator::gram);
+  EXPECT_EQ(choose_pca_operator(csr(2000, 3000, 3), o), PcaOperator::cells);
+  // Over gram_max_features the matrix is never formed, however dense.
+  EXPECT_EQ(choose_pca_operator(csr(20, gram_max_features + 1, gram_max_features + 1), o), PcaOperator::cells);
+  o.op = PcaOperator::automatic;
+  const auto r = pca(csr(2000, 300, 100), o);
+  EXPECT_EQ(r.op, PcaOperator::gram);
+  // The dense solver when the Lanczos basis may span every feature (max_basis
+  // = g); Lanczos when its basis stays a small part of many features.
+  EXPECT_EQ(r.solver, PcaSolver::dense);
+  EXPECT_EQ(choose_pca_solver(300, o), PcaSolver::dense);
+  EXPECT_EQ(choose_pca_solver(gram_max_features, o), PcaSolver::lanczos);
+  o.max_basis = 40;
+  EXPECT_EQ(choose_pca_solver(3000, o), PcaSolver::lanczos);
 }
 
 TEST(Prep, WritesScanpyLayoutAndCohortsUseItsPcs) {

@@ -39,6 +39,8 @@ struct PrepReport {
   std::int64_t n_obs = 0, n_vars = 0, n_hvg = 0, n_comps = 0;
   std::int64_t pca_iterations = 0;
   std::int64_t pca_basis = 0;
+  PcaOperator pca_operator = PcaOperator::cells;
+  PcaSolver pca_solver = PcaSolver::lanczos;
   bool pca_converged = false;
   double pca_residual = 0;
   double explained_variance = 0;  // sum of the variance ratios

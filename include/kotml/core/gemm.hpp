@@ -12,7 +12,7 @@
 
 #include "kotml/core/types.hpp"
 
-namespace kotml::ot {
+namespace kotml {
 
 template <class AView, class BView, class CView>
 void gemm(const char* trans_a, const char* trans_b, typename AView::const_value_type alpha,
@@ -24,4 +24,4 @@ void gemm(const char* trans_a, const char* trans_b, typename AView::const_value_
 #endif
 }
 
-}  // namespace kotml::ot
+}  // namespace kotml
