@@ -64,6 +64,30 @@ std::vector<std::int32_t> batch_codes(const io::AnnDataReader& reader, const std
   return codes;
 }
 
+/// The input's other layers, obsm and varm entries, to be copied into the
+/// output byte for byte (io::AnnDataContent::copied): prep does not read them,
+/// so they keep their dtype, encoding and compression. Their shapes are checked
+/// here, before any work.
+std::vector<std::string> carried_elements(const io::AnnDataReader& reader, const PrepOptions& o, std::int64_t n_obs,
+                                          std::int64_t n_vars) {
+  std::vector<std::string> carried;
+  const auto carry = [&](const std::string& element, std::int64_t rows, std::int64_t cols) {
+    const auto info = reader.matrix_info(element);
+    if (info.rows != rows || (cols >= 0 && info.cols != cols))
+      throw Error(o.input, element,
+                  "is " + std::to_string(info.rows) + " x " + std::to_string(info.cols) + ", not " +
+                      std::to_string(rows) + (cols >= 0 ? " x " + std::to_string(cols) : " rows"));
+    carried.push_back(element);
+  };
+  for (const auto& key : reader.layers())
+    if (!(key == "counts" && o.keep_counts && o.normalize)) carry("layers/" + key, n_obs, n_vars);
+  for (const auto& key : reader.obsm_keys())
+    if (!(key == "X_pca" && o.run_pca)) carry("obsm/" + key, n_obs, -1);
+  for (const auto& key : reader.varm_keys())
+    if (!(key == "PCs" && o.run_pca)) carry("varm/" + key, n_vars, -1);
+  return carried;
+}
+
 }  // namespace
 
 PrepReport run_prep(const PrepOptions& o) {
@@ -91,6 +115,8 @@ PrepReport run_prep(const PrepOptions& o) {
     throw Error(o.input, element,
                 "has " + std::to_string(x.rows) + " cells and " + std::to_string(x.cols) +
                     " genes; prep needs at least 2 cells and 1 gene");
+
+  const auto carried = carried_elements(reader, o, x.rows, x.cols);
 
   const ValueCheck check = check_values(x);
   if (check.non_finite > 0)
@@ -197,21 +223,9 @@ PrepReport run_prep(const PrepOptions& o) {
     }
     out.uns_strings.emplace_back("hvg/flavor", "seurat");
   }
-  for (const auto& key : reader.layers())
-    if (!(key == "counts" && o.keep_counts && o.normalize)) out.layers.emplace_back(key, reader.read_csr<float>("layers/" + key));
   if (o.keep_counts && o.normalize) out.layers.emplace_back("counts", std::move(counts));
-  for (const auto& key : reader.obsm_keys()) {
-    if (key == "X_pca" && o.run_pca) continue;
-    const auto info = reader.matrix_info("obsm/" + key);
-    if (info.storage != io::MatrixStorage::dense) continue;  // data-frame embeddings are not carried over
-    out.obsm.push_back({key, {reader.read_dense<double>("obsm/" + key), {info.rows, info.cols}}});
-  }
-  for (const auto& key : reader.varm_keys()) {
-    if (key == "PCs" && o.run_pca) continue;
-    const auto info = reader.matrix_info("varm/" + key);
-    if (info.storage != io::MatrixStorage::dense) continue;
-    out.varm.push_back({key, {reader.read_dense<double>("varm/" + key), {info.rows, info.cols}}});
-  }
+  out.copy_source = o.input;
+  out.copied = carried;
   if (o.run_pca) {
     const std::int64_t k = pca_result.n_comps, n_hvg = report.n_hvg;
     out.obsm.push_back({"X_pca", {pca_result.scores, {out.n_obs, k}}});

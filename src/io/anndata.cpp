@@ -1209,6 +1209,20 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
     check_name(path, "layers", name, false);
     check_csr(path, "layers/" + name, layer, c.n_obs, c.n_vars);
   }
+  {
+    std::set<std::string> written;
+    for (const auto& [name, array] : c.obsm) written.insert("obsm/" + name);
+    for (const auto& [name, array] : c.varm) written.insert("varm/" + name);
+    for (const auto& [name, layer] : c.layers) written.insert("layers/" + name);
+    for (const auto& element : c.copied) {
+      const auto slash = element.find('/');
+      const std::string group = element.substr(0, slash);
+      if (slash == std::string::npos || (group != "layers" && group != "obsm" && group != "varm"))
+        throw InternalError("write_anndata copies only layers, obsm and varm entries, not " + element);
+      check_name(path, group, element.substr(slash + 1), false);
+      if (!written.insert(element).second) throw Error(path, element, "written and copied both");
+    }
+  }
 
   AtomicFile output(path);
   {
@@ -1241,6 +1255,10 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
     }
     for (const auto& [name, layer] : c.layers)
       write_csr_group(file, "layers/" + name, layer, c.compression_level);
+    if (!c.copied.empty()) {
+      const h5::File source = h5::File::open_read(c.copy_source);
+      for (const auto& element : c.copied) file.copy_from(source, element);
+    }
     file.close();
   }
   output.commit();

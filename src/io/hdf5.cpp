@@ -1066,6 +1066,19 @@ void File::remove(const std::string& object) {
   if (H5Ldelete(id_, object.c_str(), H5P_DEFAULT) < 0) fail(path_, object, "cannot remove");
 }
 
+bool File::is_compressed(const std::string& dataset) const {
+  Handle d = open_dataset(id_, path_, dataset);
+  Handle dcpl = checked(H5Dget_create_plist(d.get()), H5Pclose, path_, dataset, "cannot read its creation properties");
+  return H5Pget_nfilters(dcpl.get()) > 0;
+}
+
+void File::copy_from(const File& source, const std::string& object) {
+  create_group(parent_of(object));
+  Handle lcpl = link_create_plist();
+  if (H5Ocopy(source.id(), object.c_str(), id_, object.c_str(), H5P_DEFAULT, lcpl.get()) < 0)
+    fail(path_, object, "cannot copy it from " + source.path());
+}
+
 namespace {
 
 /// Creates a dataset of the given type and shape, replacing any old one.

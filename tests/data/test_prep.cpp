@@ -25,6 +25,7 @@
 #include "kotml/data/sparse.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/io/anndata.hpp"
+#include "kotml/io/hdf5.hpp"
 #include "support/cli_runner.hpp"
 
 using namespace kotml;
@@ -282,7 +283,9 @@ TEST(Pca, LanczosConvergesBeforeTheFullSpace) {
     o.solver = method.solver;
     const auto r = pca(x, o);
     ASSERT_TRUE(r.converged);
-    if (method.solver == PcaSolver::lanczos) EXPECT_LT(r.basis_size, g / 2);
+    if (method.solver == PcaSolver::lanczos) {
+      EXPECT_LT(r.basis_size, g / 2);
+    }
     for (int c = 0; c < 5; ++c) {
       Eigen::VectorXd ours(g);
       for (std::int64_t j = 0; j < g; ++j) ours(j) = r.components[c * g + j];
@@ -413,6 +416,58 @@ TEST(Prep, WritesScanpyLayoutAndCohortsUseItsPcs) {
   EXPECT_EQ(cohort.feature_names.front(), "PC1");
   EXPECT_EQ(cohort.gene_loadings, pcs);
   EXPECT_EQ(cohort.gene_names, in.var_names());
+}
+
+TEST(Prep, CarriesTheInputsLayersObsmAndVarmOverByteForByte) {
+  // An input with a compressed extra layer, an embedding and gene loadings:
+  // prep copies them into its (uncompressed) output as they are stored.
+  test::TempDir dir;
+  const io::AnnDataReader fixture_in(fixture("prep_input.h5ad"));
+  io::AnnDataContent c;
+  c.n_obs = fixture_in.n_obs();
+  c.n_vars = fixture_in.n_vars();
+  c.x_is_sparse = true;
+  c.x_csr = fixture_in.read_csr<float>("X");
+  c.layers.emplace_back("spliced", c.x_csr);
+  std::vector<double> umap(static_cast<std::size_t>(c.n_obs * 2)), loadings(static_cast<std::size_t>(c.n_vars * 3));
+  std::iota(umap.begin(), umap.end(), 0.5);
+  std::iota(loadings.begin(), loadings.end(), -7.0);
+  c.obsm.push_back({"X_umap", {umap, {c.n_obs, 2}}});
+  c.varm.push_back({"loadings", {loadings, {c.n_vars, 3}}});
+  c.compression_level = 4;
+  io::write_anndata(dir.file("in.h5ad"), c);
+
+  PrepOptions o;
+  o.input = dir.file("in.h5ad");
+  o.output = dir.file("out.h5ad");
+  o.hvg.n_top_genes = 60;
+  run_prep(o);
+  const io::AnnDataReader out(o.output);
+  const auto spliced = out.read_csr<float>("layers/spliced");
+  EXPECT_EQ(spliced.values, c.x_csr.values);
+  EXPECT_EQ(spliced.indices, c.x_csr.indices);
+  EXPECT_EQ(out.read_dense<double>("obsm/X_umap"), umap);
+  EXPECT_EQ(out.read_dense<double>("varm/loadings"), loadings);
+  // Copied, not re-encoded: the layer keeps its gzip chunks while prep's own
+  // matrices are written without compression.
+  const auto h5 = io::h5::File::open_read(o.output);
+  EXPECT_TRUE(h5.is_compressed("layers/spliced/data"));
+  EXPECT_FALSE(h5.is_compressed("X/data"));
+
+  // A carried entry whose rows do not match obs is named before any work.
+  {
+    auto in = io::h5::File::open_rw(dir.file("in.h5ad"));
+    in.write("obsm/short", std::vector<double>(6, 1.0), {3, 2});
+    in.close();
+  }
+  o.output = dir.file("out2.h5ad");
+  try {
+    run_prep(o);
+    FAIL() << "no error for obsm/short";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.element(), "obsm/short") << e.what();
+  }
+  EXPECT_FALSE(test::file_exists(o.output));
 }
 
 TEST(Prep, RejectsImpossibleRequestsAndBadValues) {

@@ -7,7 +7,8 @@
 //                     dispersions_norm (+ highly_variable_nbatches/_intersection)
 //   obsm/X_pca        scores; varm/PCs loadings (genes outside the HVG set: 0)
 //   uns/pca/variance, uns/pca/variance_ratio, uns/hvg/flavor, uns/kotml_prep/...
-// and the input's obs, other layers, obsm and varm carried over. Runs on one rank
+// and the input's obs, other layers, obsm and varm carried over (the last three
+// copied byte for byte, in their own dtype and compression). Runs on one rank
 // (the caller's); the result does not depend on the thread count.
 
 #include <cstdint>

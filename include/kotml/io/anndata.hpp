@@ -196,6 +196,12 @@ struct AnnDataContent {
   std::vector<std::pair<std::string, double>> uns_scalars;
   std::vector<std::pair<std::string, std::string>> uns_strings;
   std::vector<std::pair<std::string, CsrMatrix<float>>> layers;  // n_obs × n_vars each
+  /// layers, obsm and varm entries ("layers/spliced", "obsm/X_umap") copied byte
+  /// for byte from the AnnData file copy_source (File::copy_from): carried-over
+  /// content is neither decoded nor re-encoded, so its dtype, encoding and
+  /// compression stay the source's. The caller checks their shapes.
+  std::string copy_source;
+  std::vector<std::string> copied;
   /// gzip level for X, layers and obsm (0 = none, as anndata's default).
   int compression_level = 0;
 };

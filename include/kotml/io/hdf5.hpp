@@ -96,6 +96,8 @@ class File {
   /// Number of elements (1 for a scalar dataset).
   std::int64_t size(const std::string& dataset) const;
   TypeInfo type(const std::string& dataset) const;
+  /// True when the dataset's chunks pass through a filter (gzip, shuffle, ...).
+  bool is_compressed(const std::string& dataset) const;
 
   // ---------------------------------------------------------------- reading
   /// The whole dataset, flattened row-major. Integer, float and enum (bool)
@@ -149,6 +151,10 @@ class File {
   void create_group(const std::string& path);
   /// Removes a link (dataset or group) if present, so that it can be rewritten.
   void remove(const std::string& object);
+  /// Copies `object` (a dataset, or a group with everything below it, with
+  /// attributes) from source to the same path here, byte for byte: compressed
+  /// chunks are copied as they are, never decoded. Creates missing parent groups.
+  void copy_from(const File& source, const std::string& object);
   /// Writes a dataset of shape `shape` (0-D when empty); data.size() must equal
   /// the product of shape. Replaces an existing dataset of that name. Parents
   /// are created. compression_level 1..9 stores it gzip-compressed in chunks.
