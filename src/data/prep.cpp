@@ -129,8 +129,9 @@ PrepReport run_prep(const PrepOptions& o) {
     report.warnings.push_back(element + " holds " + std::to_string(check.non_integer) +
                               " non-integer values; normalize_total + log1p expect raw counts");
 
-  HostCsr counts;
-  if (o.keep_counts && o.normalize) counts = x;
+  // normalize_total and log1p change values only: the counts share X's pattern.
+  std::vector<float> counts;
+  if (o.keep_counts && o.normalize) counts = x.values;
   if (o.normalize) {
     normalize_total(x, o.target_sum);
     log1p(x);
@@ -223,7 +224,7 @@ PrepReport run_prep(const PrepOptions& o) {
     }
     out.uns_strings.emplace_back("hvg/flavor", "seurat");
   }
-  if (o.keep_counts && o.normalize) out.layers.emplace_back("counts", std::move(counts));
+  if (o.keep_counts && o.normalize) out.layers_with_x_pattern.emplace_back("counts", std::move(counts));
   out.copy_source = o.input;
   out.copied = carried;
   if (o.run_pca) {

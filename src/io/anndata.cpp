@@ -1214,6 +1214,14 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
     for (const auto& [name, array] : c.obsm) written.insert("obsm/" + name);
     for (const auto& [name, array] : c.varm) written.insert("varm/" + name);
     for (const auto& [name, layer] : c.layers) written.insert("layers/" + name);
+    for (const auto& [name, values] : c.layers_with_x_pattern) {
+      check_name(path, "layers", name, false);
+      if (!c.x_is_sparse) throw InternalError("a layer with X's pattern needs a sparse X");
+      if (values.size() != c.x_csr.values.size())
+        throw Error(path, "layers/" + name,
+                    std::to_string(values.size()) + " values for X's " + std::to_string(c.x_csr.values.size()));
+      if (!written.insert("layers/" + name).second) throw Error(path, "layers/" + name, "name appears twice");
+    }
     for (const auto& element : c.copied) {
       const auto slash = element.find('/');
       const std::string group = element.substr(0, slash);
@@ -1255,6 +1263,15 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
     }
     for (const auto& [name, layer] : c.layers)
       write_csr_group(file, "layers/" + name, layer, c.compression_level);
+    for (const auto& [name, values] : c.layers_with_x_pattern) {
+      const std::string element = "layers/" + name;
+      file.create_group(element);
+      set_encoding(file, element, "csr_matrix", "0.1.0");
+      file.write_numeric_attribute<std::int64_t>(element, "shape", {c.n_obs, c.n_vars});
+      file.write(element + "/data", values, {static_cast<std::int64_t>(values.size())}, c.compression_level);
+      file.hard_link("X/indices", element + "/indices");
+      file.hard_link("X/indptr", element + "/indptr");
+    }
     if (!c.copied.empty()) {
       const h5::File source = h5::File::open_read(c.copy_source);
       for (const auto& element : c.copied) file.copy_from(source, element);

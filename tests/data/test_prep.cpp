@@ -392,7 +392,12 @@ TEST(Prep, WritesScanpyLayoutAndCohortsUseItsPcs) {
   const auto x = normalised_input();
   const auto written = out.read_csr<float>("X");
   EXPECT_EQ(written.values, x.values);
-  EXPECT_EQ(out.read_csr<float>("layers/counts").values, in.read_csr<float>("X").values);
+  const auto counts = out.read_csr<float>("layers/counts");
+  const auto input_counts = in.read_csr<float>("X");
+  EXPECT_EQ(counts.values, input_counts.values);
+  EXPECT_EQ(counts.indices, input_counts.indices);
+  EXPECT_EQ(counts.indptr, input_counts.indptr);
+  EXPECT_TRUE(out.file().same_object("layers/counts/indices", "X/indices"));
   EXPECT_EQ(flags(out.var("highly_variable")), flags(expected.var("highly_variable")));
   EXPECT_EQ(out.obs("batch").as_strings(), in.obs("batch").as_strings());
   EXPECT_EQ(out.matrix_info("obsm/X_pca").cols, 20);

@@ -287,6 +287,35 @@ TEST(AnnDataWrite, RefusesInconsistentContent) {
   expect_refused(c, "uns/resolution");
 }
 
+TEST(AnnDataWrite, LayerWithXsPatternReadsAsAFullCsrGroupAndSharesTheIndices) {
+  TempDir dir;
+  auto c = sample_content(true);
+  std::vector<float> doubled = c.x_csr.values;
+  for (auto& v : doubled) v *= 2.0f;
+  c.layers_with_x_pattern.emplace_back("doubled", doubled);
+  const std::string path = dir.file("pattern.h5ad");
+  kotml::io::write_anndata(path, c);
+  const AnnDataReader r(path);
+  const auto layer = r.read_csr<float>("layers/doubled");
+  EXPECT_EQ(layer.values, doubled);
+  EXPECT_EQ(layer.indices, c.x_csr.indices);
+  EXPECT_EQ(layer.indptr, c.x_csr.indptr);
+  EXPECT_EQ(r.matrix_info("layers/doubled").rows, c.n_obs);
+  EXPECT_EQ(r.matrix_info("layers/doubled").cols, c.n_vars);
+  // One copy of the pattern on disk: the layer's indices are X's object.
+  const auto& file = r.file();
+  EXPECT_TRUE(file.same_object("layers/doubled/indices", "X/indices"));
+  EXPECT_TRUE(file.same_object("layers/doubled/indptr", "X/indptr"));
+  EXPECT_FALSE(file.same_object("layers/doubled/data", "X/data"));
+
+  c.layers_with_x_pattern[0].second.pop_back();
+  EXPECT_THROW(kotml::io::write_anndata(dir.file("short.h5ad"), c), Error);
+  EXPECT_FALSE(kotml::test::file_exists(dir.file("short.h5ad")));
+  auto dense = sample_content(false);
+  dense.layers_with_x_pattern.emplace_back("doubled", doubled);
+  EXPECT_THROW(kotml::io::write_anndata(dir.file("dense.h5ad"), dense), kotml::InternalError);
+}
+
 // Writes the sample content where fixtures/check_written_by_kotml.py asks
 // (KOTML_IO_WRITE_DIR), for anndata.read_h5ad to open; without that variable it
 // writes to a temporary folder and checks the files like the tests above.

@@ -2,7 +2,8 @@
 // The `kotml prep` pipeline: counts -> normalize_total + log1p -> highly variable
 // genes ('seurat') -> PCA on the HVG matrix -> a new .h5ad with
 //   X                 log-normalised values (CSR, float32)
-//   layers/counts     the input counts (unless disabled)
+//   layers/counts     the input counts (unless disabled); its indices and indptr
+//                     are hard links to X's, which has the same pattern
 //   var               input columns + highly_variable, means, dispersions,
 //                     dispersions_norm (+ highly_variable_nbatches/_intersection)
 //   obsm/X_pca        scores; varm/PCs loadings (genes outside the HVG set: 0)

@@ -196,6 +196,10 @@ struct AnnDataContent {
   std::vector<std::pair<std::string, double>> uns_scalars;
   std::vector<std::pair<std::string, std::string>> uns_strings;
   std::vector<std::pair<std::string, CsrMatrix<float>>> layers;  // n_obs × n_vars each
+  /// Layers with sparse X's stored pattern: only their values, in X's order.
+  /// Each is written as a full CSR group whose indices and indptr are HDF5 hard
+  /// links to X's (one copy on disk; every reader sees an ordinary CSR group).
+  std::vector<std::pair<std::string, std::vector<float>>> layers_with_x_pattern;
   /// layers, obsm and varm entries ("layers/spliced", "obsm/X_umap") copied byte
   /// for byte from the AnnData file copy_source (File::copy_from): carried-over
   /// content is neither decoded nor re-encoded, so its dtype, encoding and

@@ -96,6 +96,8 @@ class File {
   /// Number of elements (1 for a scalar dataset).
   std::int64_t size(const std::string& dataset) const;
   TypeInfo type(const std::string& dataset) const;
+  /// True when both paths reach one object (hard links to it).
+  bool same_object(const std::string& a, const std::string& b) const;
   /// True when the dataset's chunks pass through a filter (gzip, shuffle, ...).
   bool is_compressed(const std::string& dataset) const;
 
@@ -155,6 +157,9 @@ class File {
   /// attributes) from source to the same path here, byte for byte: compressed
   /// chunks are copied as they are, never decoded. Creates missing parent groups.
   void copy_from(const File& source, const std::string& object);
+  /// A second name, link, for the existing object `target` (an HDF5 hard link:
+  /// both names reach the same bytes). Creates missing parent groups.
+  void hard_link(const std::string& target, const std::string& link);
   /// Writes a dataset of shape `shape` (0-D when empty); data.size() must equal
   /// the product of shape. Replaces an existing dataset of that name. Parents
   /// are created. compression_level 1..9 stores it gzip-compressed in chunks.
