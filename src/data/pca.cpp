@@ -299,9 +299,10 @@ Vector<double> device_vector(const std::string& label, const Vec& v) {
 
 /// The k largest eigenvalues of a symmetric matrix, descending, and their
 /// eigenvectors (columns). LAPACK's dsyevr: one reduction to tridiagonal form,
-/// then only the k wanted pairs (MRRR) and their back-transformation, where a
-/// full eigensolver would also rotate every other eigenvector (measured: the
-/// projected solves were a fifth of `kotml prep` at 15,000 cells).
+/// then only the k wanted pairs (bisection and inverse iteration for a part of
+/// the spectrum) and their back-transformation, where a full eigensolver would
+/// also rotate every other eigenvector (measured: Eigen's full solves of the
+/// projected matrix were a fifth of `kotml prep` at 15,000 cells).
 struct Eigenpairs {
   Vec values;
   Mat vectors;

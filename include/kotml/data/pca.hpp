@@ -1,44 +1,50 @@
 #pragma once
 // Principal components of a sparse cells × features matrix, centred implicitly:
 // the centred matrix A = X - 1 mu^T is only ever applied to blocks of vectors
-// (A V = X V - 1 (mu^T V), A^T B = X^T B - mu (1^T B)), so no dense cells ×
-// features copy is formed.
+// (A V = X V - 1 (mu^T V), A^T B = X^T B - mu (1^T B)) or formed in dense tiles
+// of 512 cells, so no dense cells × features copy exists.
 //
-// Method: block Lanczos on the Gram operator C = A^T A with full
-// reorthogonalisation (Golub & Van Loan §10.3; what ARPACK does for svds, without
-// restarts). Blocks of block_size vectors, started from a Gaussian block (stream
-// Purpose::pca), are multiplied by C and orthogonalised twice against the whole
-// basis; the projected matrix T = Q^T C Q gives Ritz pairs (theta, y), with
-// residuals ||C y - theta y|| read off the last block. The iteration stops when
-// the leading n_comps residuals fall below tol · theta, or when the basis reaches
-// max_basis vectors (exact when the basis spans all features; otherwise reported
-// as not converged). The basis algebra (g × m, g = features) is Eigen on the host.
+// The leading n_comps eigenpairs of C = A^T A (g × g, g = features) are found
+// one of two ways (PcaSolver):
+// - lanczos: block Lanczos with full reorthogonalisation (Golub & Van Loan
+//   §10.3; what ARPACK does for svds, without restarts). Blocks of block_size
+//   vectors, started from a Gaussian block (stream Purpose::pca), are
+//   multiplied by C and orthogonalised twice against the whole basis; the
+//   projected matrix T = Q^T C Q gives Ritz pairs (theta, y), with residuals
+//   ||C y - theta y|| read off the last block. The iteration stops when the
+//   leading residuals fall below tol · theta, or when the basis reaches
+//   max_basis vectors (exact when the basis spans all features; otherwise
+//   reported as not converged). The basis algebra is Eigen on the host; T's
+//   wanted pairs come from LAPACK's dsyevr.
+// - dense: the leading eigenpairs of a formed C by dsyevr (reduction to
+//   tridiagonal form, then only the wanted pairs); their residuals, measured on
+//   C, are at rounding level. Automatic takes it when the reduction's 4/3 g³
+//   flops are at most the iteration's g² · max_basis + 4 g · max_basis² at its
+//   largest basis (always when max_basis = g): then the iteration can cost more
+//   than the exact answer.
 //
-// The dense solver (PcaSolver::dense) instead takes the leading eigenpairs of a
-// formed C directly (LAPACK dsyevr: reduction to tridiagonal form, then only the
-// n_comps wanted pairs); their residuals are measured on C and are at rounding
-// level. PcaSolver::automatic takes it when the reduction's 4/3 g³ flops are at
-// most the Lanczos iteration's g² · max_basis + 4 g · max_basis² at its largest
-// basis (with max_basis = g, always), since then the iteration can cost more
-// than the exact answer.
-//
-// C is applied in one of two ways, chosen per input (PcaOperator::automatic):
+// C is applied in one of two ways (PcaOperator):
 // - cells: C V = A^T (A V) in one Kokkos pass over the stored values per block,
 //   2 · nnz · b multiply-adds. Each thread takes a fixed chunk of rows (the
 //   chunk size depends on the row count only) and a panel of 8 columns; the
 //   chunks' partial sums are added in chunk order.
-// - gram: C itself (g × g, double) is formed once, from dense centred tiles of
-//   512 cells, T(r, j) = x_rj - mu_j (cells contiguous per feature), as
-//   C += T^T T by GEMM on the blocks of 128 features on and above the diagonal;
-//   tiles are added in cell order. Forming costs about n · g² / 2 multiply-adds,
-//   after which a block costs g² · b. Centring the tile, rather than subtracting
-//   n mu mu^T from X^T X, keeps the cancellation out of C.
-// The automatic choice takes gram when C fits (g ≤ gram_max_features) and its
-// dense multiply-adds are at most dense_per_sparse times the 2 · nnz · max_basis
-// of the cells operator at its largest basis: a dense GEMM multiply-add costs a
-// fraction of a scattered sparse one (measured on one AVX-512 core: 23 GFMA/s in
-// OpenBLAS against 4.4 in the cells pass). Either way the result is the same
-// bits for any thread count; the two operators agree to rounding.
+// - gram: C itself (double) is formed once from the dense centred tiles,
+//   T(r, j) = x_rj - mu_j, stored per block of 128 features (a cell's values of
+//   one block contiguous), as C += T^T T by GEMM on the block pairs on and
+//   above the diagonal; tiles are added in cell order. Forming costs about
+//   n · g² / 2 multiply-adds, after which a block costs g² · b. Centring the
+//   tile, rather than subtracting n mu mu^T from X^T X, keeps the cancellation
+//   out of C. The scores A y_i are then GEMMs on the same tiles.
+// Automatic takes gram when C fits (g ≤ gram_max_features) and its dense
+// multiply-adds are at most dense_per_sparse times the 2 · nnz · max_basis of
+// the cells operator at its largest basis: a GEMM multiply-add costs a fraction
+// of a scattered sparse one (one core of the AMD EPYC VM of perf/RESULTS.md:
+// 23-28 GFMA/s in OpenBLAS's dgemm against 4.4 in the cells pass; Kokkos
+// Kernels' own GEMM, without a BLAS behind it, is about 3× slower than
+// OpenBLAS). kotml's kernels give the same bits for any thread count, and so
+// does the GEMM on one BLAS thread per rank (checked: prep's X_pca, PCs and
+// variances equal on 1 and 2 OpenMP threads, Kokkos 4.6 with OpenBLAS). The
+// ways agree with each other to rounding.
 //
 // Output as scanpy's pp.pca: components (rows = principal axes), scores
 // A y_i = U_i s_i, variance s_i^2 / (n - 1), variance ratio over the total
