@@ -151,16 +151,35 @@ constexpr PcaMethod pca_methods[] = {{PcaOperator::gram, PcaSolver::lanczos, "La
                                      {PcaOperator::gram, PcaSolver::dense, "dense on the Gram matrix"},
                                      {PcaOperator::cells, PcaSolver::lanczos, "Lanczos on the cells"}};
 
-TEST(Pca, PrincipalAnglesWithScanpyBelowOneMilliradian) {
-  const auto x = normalised_input();
-  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
-  const auto hv = flags(expected.var("highly_variable"));
+PcaResult pca_by(const PcaMethod& method, const HostCsr& x, PcaOptions o) {
+  o.op = method.op;
+  o.solver = method.solver;
+  return pca(x, o);
+}
+
+/// scanpy's HVG flags on the fixture, their gene indices, and those columns of
+/// the normalised input.
+struct ScanpyHvg {
+  std::vector<std::uint8_t> flags;
   std::vector<std::int64_t> genes;
-  for (std::size_t g = 0; g < hv.size(); ++g)
-    if (hv[g]) genes.push_back(static_cast<std::int64_t>(g));
+  HostCsr x;
+};
+
+ScanpyHvg scanpy_hvg_input() {
+  ScanpyHvg h;
+  h.flags = flags(io::AnnDataReader(fixture("prep_scanpy.h5ad")).var("highly_variable"));
+  for (std::size_t g = 0; g < h.flags.size(); ++g)
+    if (h.flags[g]) h.genes.push_back(static_cast<std::int64_t>(g));
+  h.x = select_columns(normalised_input(), h.genes);
+  return h;
+}
+
+TEST(Pca, PrincipalAnglesWithScanpyBelowOneMilliradian) {
+  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
+  const auto [hv, genes, hvg] = scanpy_hvg_input();
   PcaOptions o;
   o.n_comps = 20;
-  const auto r = pca(select_columns(x, genes), o);
+  const auto r = pca(hvg, o);
   EXPECT_TRUE(r.converged);
   const auto loadings = expected.read_dense<double>("varm/PCs");  // genes × 20
   const auto g_all = static_cast<Eigen::Index>(hv.size());
@@ -222,28 +241,27 @@ TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
   o.n_comps = 6;
   o.tol = 1e-10;
   for (const auto& method : pca_methods) {
-  SCOPED_TRACE(method.name);
-  o.op = method.op;
-  o.solver = method.solver;
-  const auto a = pca(x, o);
-  const auto b = pca(x, o);
-  EXPECT_EQ(a.op, method.op);
-  EXPECT_EQ(a.solver, method.solver);
-  EXPECT_EQ(a.components, b.components);
-  EXPECT_EQ(a.scores, b.scores);
-  ASSERT_TRUE(a.converged);
-  for (int c = 0; c < 6; ++c) {
-    Eigen::VectorXd ours(g);
-    for (std::int64_t j = 0; j < g; ++j) ours(j) = a.components[c * g + j];
-    EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-7) << c;
-    EXPECT_NEAR(a.singular_values[c], svd.singularValues()(c), 1e-8 * svd.singularValues()(0));
-    // Largest-magnitude loading positive; scores are the centred data times the axis.
-    Eigen::Index at = 0;
-    ours.cwiseAbs().maxCoeff(&at);
-    EXPECT_GT(ours(at), 0.0);
-    const Eigen::VectorXd expected_scores = centred * ours;
-    for (std::int64_t i = 0; i < n; ++i) EXPECT_NEAR(a.scores[i * 6 + c], expected_scores(i), 1e-8 * svd.singularValues()(0));
-  }
+    SCOPED_TRACE(method.name);
+    const auto a = pca_by(method, x, o);
+    const auto b = pca_by(method, x, o);
+    EXPECT_EQ(a.op, method.op);
+    EXPECT_EQ(a.solver, method.solver);
+    EXPECT_EQ(a.components, b.components);
+    EXPECT_EQ(a.scores, b.scores);
+    ASSERT_TRUE(a.converged);
+    for (int c = 0; c < 6; ++c) {
+      Eigen::VectorXd ours(g);
+      for (std::int64_t j = 0; j < g; ++j) ours(j) = a.components[c * g + j];
+      EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-7) << c;
+      EXPECT_NEAR(a.singular_values[c], svd.singularValues()(c), 1e-8 * svd.singularValues()(0));
+      // Largest-magnitude loading positive; scores are the centred data times the axis.
+      Eigen::Index at = 0;
+      ours.cwiseAbs().maxCoeff(&at);
+      EXPECT_GT(ours(at), 0.0);
+      const Eigen::VectorXd expected_scores = centred * ours;
+      for (std::int64_t i = 0; i < n; ++i)
+        EXPECT_NEAR(a.scores[i * 6 + c], expected_scores(i), 1e-8 * svd.singularValues()(0));
+    }
   }
   o.n_comps = g;
   EXPECT_THROW(pca(x, o), Error);
@@ -279,9 +297,7 @@ TEST(Pca, LanczosConvergesBeforeTheFullSpace) {
   o.tol = 1e-9;
   for (const auto& method : pca_methods) {
     SCOPED_TRACE(method.name);
-    o.op = method.op;
-    o.solver = method.solver;
-    const auto r = pca(x, o);
+    const auto r = pca_by(method, x, o);
     ASSERT_TRUE(r.converged);
     if (method.solver == PcaSolver::lanczos) {
       EXPECT_LT(r.basis_size, g / 2);
@@ -298,13 +314,7 @@ TEST(Pca, LanczosConvergesBeforeTheFullSpace) {
 TEST(Pca, EveryMethodAgreesOnScanpysInput) {
   // The same C reached three ways: the axes, variances and scores agree far
   // below the tolerance against scanpy (Lanczos stops at a 1e-8 residual).
-  const auto x = normalised_input();
-  const io::AnnDataReader expected(fixture("prep_scanpy.h5ad"));
-  const auto hv = flags(expected.var("highly_variable"));
-  std::vector<std::int64_t> genes;
-  for (std::size_t g = 0; g < hv.size(); ++g)
-    if (hv[g]) genes.push_back(static_cast<std::int64_t>(g));
-  const auto hvg = select_columns(x, genes);
+  const auto [hv, genes, hvg] = scanpy_hvg_input();
   PcaOptions o;
   o.n_comps = 20;
   o.op = PcaOperator::cells;
@@ -313,9 +323,7 @@ TEST(Pca, EveryMethodAgreesOnScanpysInput) {
   const auto h = static_cast<Eigen::Index>(genes.size()), k = Eigen::Index(20);
   for (const auto& method : pca_methods) {
     SCOPED_TRACE(method.name);
-    o.op = method.op;
-    o.solver = method.solver;
-    const auto r = pca(hvg, o);
+    const auto r = pca_by(method, hvg, o);
     ASSERT_TRUE(r.converged);
     for (Eigen::Index c = 0; c < k; ++c) {
       Eigen::VectorXd a(h), b(h);
