@@ -2,9 +2,11 @@
 // (scanpy's 'seurat' flavour) and PCA, as scanpy's standard preprocessing, written
 // to a new .h5ad. Rank 0 does the work; other ranks wait for its verdict.
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "double_option.hpp"
 #include "kotml/core/error.hpp"
@@ -14,6 +16,18 @@
 #include "subcommand.hpp"
 
 namespace kotml::cli {
+namespace {
+
+/// The choice whose to_string is the option's value (one of them, else Error::option).
+template <class Enum>
+Enum named_choice(const po::variables_map& vm, const std::string& name, const std::vector<Enum>& choices) {
+  std::vector<std::string> names;
+  for (const Enum c : choices) names.push_back(data::to_string(c));
+  const auto chosen = one_of(vm, name, names);
+  return choices[static_cast<std::size_t>(std::find(names.begin(), names.end(), chosen) - names.begin())];
+}
+
+}  // namespace
 
 Subcommand prep_subcommand() {
   Subcommand sub;
@@ -84,14 +98,10 @@ Subcommand prep_subcommand() {
     o.pca.block_size = positive<std::int64_t>(vm, "pca-block");
     o.pca.max_basis = non_negative<std::int64_t>(vm, "pca-max-basis");
     o.pca.seed = vm["seed"].as<std::uint64_t>();
-    const auto op = one_of(vm, "pca-operator", {"auto", "gram", "cells"});
-    o.pca.op = op == "gram"    ? data::PcaOperator::gram
-               : op == "cells" ? data::PcaOperator::cells
-                               : data::PcaOperator::automatic;
-    const auto solver = one_of(vm, "pca-solver", {"auto", "lanczos", "dense"});
-    o.pca.solver = solver == "lanczos" ? data::PcaSolver::lanczos
-                   : solver == "dense" ? data::PcaSolver::dense
-                                       : data::PcaSolver::automatic;
+    o.pca.op = named_choice<data::PcaOperator>(
+        vm, "pca-operator", {data::PcaOperator::automatic, data::PcaOperator::gram, data::PcaOperator::cells});
+    o.pca.solver = named_choice<data::PcaSolver>(
+        vm, "pca-solver", {data::PcaSolver::automatic, data::PcaSolver::lanczos, data::PcaSolver::dense});
     if (o.pca.op == data::PcaOperator::cells && o.pca.solver == data::PcaSolver::dense)
       throw Error::option("pca-solver", "dense needs the Gram matrix, but --pca-operator is cells");
     o.compression_level = in_range<int>(vm, "compression", 0, 9);
@@ -108,9 +118,7 @@ Subcommand prep_subcommand() {
     if (o.select_hvg) text << "; " << report.n_hvg << " highly variable genes";
     if (o.run_pca)
       text << "; PCA " << report.n_comps << " components ("
-           << (report.pca_solver == data::PcaSolver::dense ? std::string("dense eigensolver")
-                                                           : "Lanczos basis " + std::to_string(report.pca_basis))
-           << " on " << (report.pca_operator == data::PcaOperator::gram ? "the Gram matrix" : "the cells") << ", "
+           << data::describe_pca_method(report.pca_solver, report.pca_operator, report.pca_basis) << ", "
            << (report.pca_converged ? "converged" : "NOT converged") << ", explained variance "
            << report.explained_variance << ")";
     text << "\nwrote " << o.output << "\n";

@@ -276,9 +276,11 @@ double gram_multiply_adds(std::int64_t cells, std::int64_t features) {
   return static_cast<double>(tiles * rows) * per_row;
 }
 
-std::int64_t largest_basis(std::int64_t features, std::int64_t n_comps, std::int64_t block, std::int64_t max_basis) {
-  return std::min(features, max_basis > 0 ? std::max(max_basis, n_comps + block)
-                                          : std::max<std::int64_t>(20 * n_comps, 400));
+/// The Lanczos basis at which the iteration stops at the latest.
+std::int64_t largest_basis(std::int64_t features, const PcaOptions& o) {
+  const std::int64_t block = std::min(o.block_size, features);
+  return std::min(features, o.max_basis > 0 ? std::max(o.max_basis, o.n_comps + block)
+                                            : std::max<std::int64_t>(20 * o.n_comps, 400));
 }
 
 Matrix<double> device_copy(const std::string& label, const Mat& m) {
@@ -485,7 +487,7 @@ struct RitzPairs {
 RitzPairs lanczos(const std::function<Mat(const Mat&)>& apply, std::int64_t g, const PcaOptions& o) {
   const std::int64_t k = o.n_comps;
   const std::int64_t b = std::min(o.block_size, g);
-  const std::int64_t max_basis = largest_basis(g, k, b, o.max_basis);
+  const std::int64_t max_basis = largest_basis(g, o);
   RitzPairs result;
   random::Stream stream(o.seed, random::Purpose::pca, 0);
   const auto gaussian_block = [&](std::int64_t cols) {
@@ -586,16 +588,40 @@ RitzPairs dense_eigenpairs(const Mat& c, const PcaOptions& o) {
 
 }  // namespace
 
+std::string to_string(PcaOperator op) {
+  switch (op) {
+    case PcaOperator::automatic: return "auto";
+    case PcaOperator::gram: return "gram";
+    case PcaOperator::cells: return "cells";
+  }
+  return "?";
+}
+
+std::string to_string(PcaSolver solver) {
+  switch (solver) {
+    case PcaSolver::automatic: return "auto";
+    case PcaSolver::lanczos: return "lanczos";
+    case PcaSolver::dense: return "dense";
+  }
+  return "?";
+}
+
+std::string describe_pca_method(PcaSolver solver, PcaOperator op, std::int64_t basis_size) {
+  return (solver == PcaSolver::dense ? std::string("dense eigensolver")
+                                     : "Lanczos basis " + std::to_string(basis_size)) +
+         " on " + (op == PcaOperator::gram ? "the Gram matrix" : "the cells");
+}
+
 PcaOperator choose_pca_operator(const HostCsr& x, const PcaOptions& o) {
   if (x.cols > gram_max_features) return PcaOperator::cells;
-  const auto basis = largest_basis(x.cols, o.n_comps, std::min(o.block_size, x.cols), o.max_basis);
+  const auto basis = largest_basis(x.cols, o);
   const double cells = 2.0 * static_cast<double>(x.values.size()) * static_cast<double>(basis);
   return gram_multiply_adds(x.rows, x.cols) <= dense_per_sparse * cells ? PcaOperator::gram : PcaOperator::cells;
 }
 
 PcaSolver choose_pca_solver(std::int64_t features, const PcaOptions& o) {
   const auto g = static_cast<double>(features);
-  const auto basis = static_cast<double>(largest_basis(features, o.n_comps, std::min(o.block_size, features), o.max_basis));
+  const auto basis = static_cast<double>(largest_basis(features, o));
   // LAPACK's reduction to tridiagonal form against the Lanczos products C Q
   // and its two orthogonalisation passes at the largest basis.
   return 4.0 / 3.0 * g * g * g <= g * g * basis + 4.0 * g * basis * basis ? PcaSolver::dense : PcaSolver::lanczos;

@@ -191,10 +191,7 @@ PrepReport run_prep(const PrepOptions& o) {
   }
 
   if (o.run_pca)
-    stage("PCA (" +
-          (pca_result.solver == PcaSolver::dense ? std::string("dense eigensolver")
-                                                 : std::to_string(pca_result.iterations) + " Lanczos blocks") +
-          " on " + (pca_result.op == PcaOperator::gram ? "the Gram matrix" : "the cells") + ")");
+    stage("PCA (" + describe_pca_method(pca_result.solver, pca_result.op, pca_result.basis_size) + ")");
 
   // The output file.
   io::AnnDataContent out;
@@ -241,8 +238,8 @@ PrepReport run_prep(const PrepOptions& o) {
     out.uns_scalars.emplace_back("kotml_prep/pca_basis", static_cast<double>(pca_result.basis_size));
     out.uns_scalars.emplace_back("kotml_prep/pca_residual", pca_result.residual);
     out.uns_scalars.emplace_back("kotml_prep/pca_seed", static_cast<double>(o.pca.seed));
-    out.uns_strings.emplace_back("kotml_prep/pca_operator", pca_result.op == PcaOperator::gram ? "gram" : "cells");
-    out.uns_strings.emplace_back("kotml_prep/pca_solver", pca_result.solver == PcaSolver::dense ? "dense" : "lanczos");
+    out.uns_strings.emplace_back("kotml_prep/pca_operator", to_string(pca_result.op));
+    out.uns_strings.emplace_back("kotml_prep/pca_solver", to_string(pca_result.solver));
   }
   if (o.normalize) out.uns_scalars.emplace_back("kotml_prep/target_sum", o.target_sum);
   out.uns_strings.emplace_back("kotml_prep/input", o.input);

@@ -1128,13 +1128,19 @@ void write_frame(h5::File& file, const std::string& frame, const std::vector<std
   for (const auto& c : columns) write_column(file, frame, c);
 }
 
-void write_csr_group(h5::File& file, const std::string& element, const CsrMatrix<float>& m,
-                     int compression_level) {
+/// A CSR group's encoding, shape and data; the caller adds indices and indptr.
+void write_csr_values(h5::File& file, const std::string& element, const std::vector<float>& values,
+                      std::int64_t rows, std::int64_t cols, int compression_level) {
   file.create_group(element);
   set_encoding(file, element, "csr_matrix", "0.1.0");
-  file.write_numeric_attribute<std::int64_t>(element, "shape", {m.rows, m.cols});
+  file.write_numeric_attribute<std::int64_t>(element, "shape", {rows, cols});
+  file.write(element + "/data", values, {static_cast<std::int64_t>(values.size())}, compression_level);
+}
+
+void write_csr_group(h5::File& file, const std::string& element, const CsrMatrix<float>& m,
+                     int compression_level) {
+  write_csr_values(file, element, m.values, m.rows, m.cols, compression_level);
   const std::vector<std::int64_t> nnz_shape{static_cast<std::int64_t>(m.values.size())};
-  file.write(element + "/data", m.values, nnz_shape, compression_level);
   // scipy's choice: 32-bit indices whenever they fit.
   constexpr auto int32_max = static_cast<std::int64_t>(std::numeric_limits<std::int32_t>::max());
   if (m.cols <= int32_max && static_cast<std::int64_t>(m.values.size()) <= int32_max) {
@@ -1265,10 +1271,7 @@ void write_anndata(const std::string& path, const AnnDataContent& c) {
       write_csr_group(file, "layers/" + name, layer, c.compression_level);
     for (const auto& [name, values] : c.layers_with_x_pattern) {
       const std::string element = "layers/" + name;
-      file.create_group(element);
-      set_encoding(file, element, "csr_matrix", "0.1.0");
-      file.write_numeric_attribute<std::int64_t>(element, "shape", {c.n_obs, c.n_vars});
-      file.write(element + "/data", values, {static_cast<std::int64_t>(values.size())}, c.compression_level);
+      write_csr_values(file, element, values, c.n_obs, c.n_vars, c.compression_level);
       file.hard_link("X/indices", element + "/indices");
       file.hard_link("X/indptr", element + "/indptr");
     }

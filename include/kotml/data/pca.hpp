@@ -52,6 +52,7 @@
 // positive (scikit-learn's svd_flip with u_based_decision=False).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kotml/data/sparse.hpp"
@@ -62,6 +63,13 @@ namespace kotml::data {
 enum class PcaOperator { automatic, gram, cells };
 /// How the leading eigenpairs of C are found (see above); dense needs gram.
 enum class PcaSolver { automatic, lanczos, dense };
+
+/// The names the CLI takes and the output's uns/kotml_prep records:
+/// "auto", "gram", "cells"; "auto", "lanczos", "dense".
+std::string to_string(PcaOperator op);
+std::string to_string(PcaSolver solver);
+/// "dense eigensolver on the Gram matrix", "Lanczos basis 640 on the cells".
+std::string describe_pca_method(PcaSolver solver, PcaOperator op, std::int64_t basis_size);
 
 struct PcaOptions {
   std::int64_t n_comps = 50;
