@@ -35,6 +35,10 @@ inline void declare_metric_options(OptionGroups& groups) {
       ("emd-max-iter", po::value<std::int64_t>()->default_value(d.emd_max_iter), "network-simplex pivots at most per pair")
       ("emd-max-entries", po::value<std::int64_t>()->default_value(d.emd_max_entries),
        "largest donor pair n x m exact EMD takes on; larger pairs need Sinkhorn (--entropic-reg)");
+  groups.parallel.add_options()
+      ("cost-memory", po::value<std::int64_t>()->default_value(static_cast<std::int64_t>(d.workspace_bytes)),
+       "bytes per rank for the stored costs of the donor pairs solved together; a Sinkhorn pair larger on its own "
+       "is solved by the tiled engine, its costs stored within this budget or recomputed tile by tile");
 }
 
 inline stage::OtSettings ot_settings_from(const boost::program_options::variables_map& vm) {
@@ -46,6 +50,7 @@ inline stage::OtSettings ot_settings_from(const boost::program_options::variable
   s.emd_max_entries = vm["emd-max-entries"].as<std::int64_t>();
   s.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
   s.sinkhorn_domain = ot::parse_sinkhorn_domain(vm["sinkhorn-domain"].as<std::string>());
+  s.workspace_bytes = stage::OtSettings::cost_memory(vm["cost-memory"].as<std::int64_t>());
   s.validate();
   return s;
 }

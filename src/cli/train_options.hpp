@@ -53,7 +53,10 @@ inline void declare_train_options(OptionGroups& groups) {
       ("no-warm-start", po::bool_switch(), "solve every EMD from scratch instead of from the pair's previous basis");
   groups.parallel.add_options()
       ("mode", po::value<std::string>()->default_value("pairs"),
-       "pairs: split each batch's OT pairs over ranks; batches: one batch per rank, gradients averaged");
+       "pairs: split each batch's OT pairs over ranks; batches: one batch per rank, gradients averaged")
+      ("cost-memory", po::value<std::int64_t>()->default_value(static_cast<std::int64_t>(d.ot.workspace_bytes)),
+       "bytes per rank for the stored costs of the donor pairs solved together; a Sinkhorn pair larger on its own "
+       "is solved by the tiled engine, its costs stored within this budget or recomputed tile by tile");
   groups.output.add_options()
       ("checkpoint-every", po::value<std::int64_t>()->default_value(0), "write a checkpoint every N epochs (0: never)")
       ("checkpoint", po::value<std::string>()->default_value(""), "checkpoint file (default: OUT_DIR/checkpoint.h5)")
@@ -83,6 +86,7 @@ inline TrainOptions train_options_from(const boost::program_options::variables_m
   o.ot.emd_max_entries = vm["emd-max-entries"].as<std::int64_t>();
   o.ot.sinkhorn_float = !vm["sinkhorn-double"].as<bool>();
   o.ot.sinkhorn_domain = ot::parse_sinkhorn_domain(vm["sinkhorn-domain"].as<std::string>());
+  o.ot.workspace_bytes = stage::OtSettings::cost_memory(vm["cost-memory"].as<std::int64_t>());
   o.triplets = parse_triplet_mode(vm["triplets"].as<std::string>());
   o.t = vm["t"].as<int>();
   o.mode = parse_distribution_mode(vm["mode"].as<std::string>());

@@ -91,6 +91,9 @@ std::string TrainOptions::fingerprint() const {
     << ";sinkhorn_tol=" << ot.sinkhorn_tol << ";sinkhorn_float=" << ot.sinkhorn_float
     << ";sinkhorn_domain=" << ot::to_string(ot.sinkhorn_domain)
     << ";emd_max_iter=" << ot.emd_max_iter
+    // Only when set: fingerprints of checkpoints written before the option stay valid.
+    << (ot.workspace_bytes != stage::OtSettings{}.workspace_bytes ? ";cost_memory=" + std::to_string(ot.workspace_bytes)
+                                                                  : std::string())
     << ";triplets=" << to_string(triplets) << ";t=" << t << ";mode=" << to_string(mode)
     << ";lr_scaling=" << to_string(lr_scaling) << ";warm_start=" << warm_start << ";seed=" << seed;
   if (initial_a.size() > 0) {

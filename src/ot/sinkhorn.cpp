@@ -1,10 +1,18 @@
 #include "kotml/ot/sinkhorn.hpp"
 
+#include <mpi.h>
+
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/region.hpp"
+#include "kotml/dist/comm.hpp"
+#include "kotml/ot/tiled_sinkhorn.hpp"
 #include "cost_rows.hpp"
 #include "sinkhorn_engine.hpp"
 
@@ -154,6 +162,171 @@ struct FillWeights {
   }
 };
 
+/// Whether problem u goes to the tiled engine: its cost and transposed cost
+/// alone pass the workspace, no dense plan is asked for, and the problem is
+/// balanced. (Unbalanced, the engine's problem is another one: OTT penalises
+/// the entropy of the plan, this solver its KL divergence from a⊗b, which
+/// differ by ε⟨P, log a ⊕ log b⟩ once the marginals may move.)
+template <class T>
+bool beyond_workspace(const BatchLayout& layout, std::int64_t u, const SinkhornOptions& options) {
+  const double bytes = 2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(layout.rows(u)) *
+                       static_cast<double>(layout.cols(u));
+  return options.balanced() && !options.keep_plan && bytes > static_cast<double>(options.workspace_bytes);
+}
+
+/// A cloud's weights in double, normalised to unit mass when balanced (as
+/// FillWeights does).
+template <class T>
+std::vector<double> cloud_weights(const CloudBatch<T>& clouds, const CloudRange& cloud, bool normalise) {
+  const auto range = std::make_pair(cloud.weight_begin, cloud.weight_begin + cloud.size);
+  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), Kokkos::subview(clouds.weights(), range));
+  std::vector<double> w(host.data(), host.data() + cloud.size);
+  double total = 0;
+  for (const double v : w) total += v;
+  if (normalise)
+    for (double& v : w) v /= total;
+  return w;
+}
+
+/// One side's part of the objective and the error, as Finalize (sinkhorn_engine.cpp)
+/// forms them, from the marginals of the plan and the potentials in this
+/// solver's convention: Σ|r − r_upd|, Σ r, Σ pot·r, KL(r | w) and Σ w, with the
+/// log-sum-exp of an entry recovered from r = w·exp(pot/ε + lse).
+struct MarginalSide {
+  double err = 0, mass = 0, dual = 0, kl = 0, weight = 0;
+
+  MarginalSide(const std::vector<double>& w, const std::vector<double>& pot, const std::vector<double>& marginal,
+               double epsilon, double tau) {
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      weight += w[i];
+      if (!(w[i] > 0)) continue;
+      const double r = marginal[i];
+      double updated = w[i];
+      if (tau < 1.0) updated = r > 0 ? w[i] * std::exp((1.0 - tau) * (std::log(r / w[i]) - pot[i] / epsilon)) : 0.0;
+      err += std::fabs(r - updated);
+      mass += r;
+      dual += pot[i] * r;
+      if (tau < 1.0) kl += (r > 0 ? r * std::log(r / w[i]) : 0.0) - r + w[i];
+    }
+  }
+};
+
+template <class T>
+void copy_into(const Vector<T>& view, std::int64_t first, const std::vector<double>& values) {
+  auto host = Kokkos::create_mirror_view(
+      Kokkos::subview(view, std::make_pair(first, first + static_cast<std::int64_t>(values.size()))));
+  for (std::size_t i = 0; i < values.size(); ++i) host(i) = static_cast<T>(values[i]);
+  Kokkos::deep_copy(Kokkos::subview(view, std::make_pair(first, first + static_cast<std::int64_t>(values.size()))),
+                    host);
+}
+
+void copy_rows_into(const Matrix<double>& matrix, std::int64_t first, const std::vector<double>& rows) {
+  const auto dim = static_cast<std::int64_t>(matrix.extent(1));
+  const std::int64_t count = dim > 0 ? static_cast<std::int64_t>(rows.size()) / dim : 0;
+  const auto block = Kokkos::subview(matrix, std::make_pair(first, first + count), Kokkos::ALL);
+  auto host = Kokkos::create_mirror_view(block);
+  for (std::int64_t i = 0; i < count; ++i)
+    for (std::int64_t k = 0; k < dim; ++k) host(i, k) = rows[static_cast<std::size_t>(i * dim + k)];
+  Kokkos::deep_copy(block, host);
+}
+
+template <class T>
+void set_scalar(const Vector<T>& view, std::int64_t u, T value) {
+  Kokkos::deep_copy(Kokkos::subview(view, u), value);
+}
+
+/// Problem u on the tiled engine (tiled_sinkhorn.hpp) of this rank alone,
+/// costs stored when they fit the workspace and recomputed per tile otherwise,
+/// so that no n×m array beyond the workspace is made. The engine iterates the
+/// same problem with the same tolerance, checked every check_every iterations,
+/// in its own convention T_ij = exp((F_i + G_j − C_ij)/ε), F = f + ε log a,
+/// G = g + ε log b (it updates g first), and in OTT's cost forms (sqeuclidean
+/// as ‖x‖² + ‖y‖² − 2x·y, cosine with its 1e-8 ridge): the result equals the
+/// batch kernel's to within the tolerance, not bit for bit. The outputs are
+/// this solver's, formed from the plan: the marginals T1 and Tᵀ1, ⟨T, C⟩, the
+/// objective and error as Finalize forms them, the potentials converted back,
+/// and the point gradients.
+template <class T>
+void solve_in_tiles(const CloudBatch<T>& clouds, const Pair& pair, Cost cost, const SinkhornOptions& options,
+                    double epsilon, std::int64_t u, SinkhornBatchResult<T>& result, detail::SinkhornState<T>& state,
+                    detail::SinkhornOutputs& out) {
+  ProfilingRegion region("kotml::ot::sinkhorn_in_tiles");
+  const BatchLayout& layout = result.layout;
+  const CloudRange& source = clouds.cloud(pair.source);
+  const CloudRange& target = clouds.cloud(pair.target);
+  const std::int64_t n = source.size, m = target.size;
+  const std::vector<double> a = cloud_weights(clouds, source, options.balanced());
+  const std::vector<double> b = cloud_weights(clouds, target, options.balanced());
+  Vector<double> a_device(no_init("kotml::ot::tiled_a"), static_cast<std::size_t>(n));
+  Vector<double> b_device(no_init("kotml::ot::tiled_b"), static_cast<std::size_t>(m));
+  copy_into(a_device, 0, a);
+  copy_into(b_device, 0, b);
+  const auto rows_of = [&](const CloudRange& c) {
+    return Matrix<const T>(Kokkos::subview(clouds.points(), std::make_pair(c.point_begin, c.point_begin + c.size),
+                                           Kokkos::ALL));
+  };
+  PointCost point_cost;
+  point_cost.kind = cost;
+  TiledSinkhornOptions tiled;
+  tiled.epsilon = epsilon;
+  tiled.tau_a = options.tau_a;
+  tiled.tau_b = options.tau_b;
+  tiled.threshold = options.tol;
+  tiled.inner_iterations = options.check_every;
+  tiled.max_iterations = options.max_iter;
+  tiled.cost_memory = options.workspace_bytes;
+  tiled.domain = options.domain;
+  const dist::Comm self(MPI_COMM_SELF);
+  TiledSinkhorn<T> engine(self, RowBlock::of(n, 1, 0), TiledPoints<T>{rows_of(source), a_device, {}},
+                          TiledPoints<T>{rows_of(target), b_device, {}}, point_cost, tiled);
+
+  // The potentials held (a warm start, or zeros) in the engine's convention.
+  const auto potentials = [&](const Vector<T>& view, std::int64_t first, std::int64_t count) {
+    auto host = Kokkos::create_mirror_view_and_copy(
+        HostSpace(), Kokkos::subview(view, std::make_pair(first, first + count)));
+    return std::vector<double>(host.data(), host.data() + count);
+  };
+  std::vector<double> f = potentials(state.f, layout.row_offset[u], n);
+  std::vector<double> g = potentials(state.g, layout.col_offset[u], m);
+  std::vector<double> F(f.size()), G(g.size());
+  for (std::int64_t i = 0; i < n; ++i) F[i] = a[i] > 0 ? f[i] + epsilon * std::log(a[i]) : 0.0;
+  for (std::int64_t j = 0; j < m; ++j) G[j] = b[j] > 0 ? g[j] + epsilon * std::log(b[j]) : 0.0;
+  engine.set_potentials(F, G);
+  const TiledSinkhornReport report = engine.solve();
+
+  F = engine.f();
+  G = engine.g();
+  for (std::int64_t i = 0; i < n; ++i) f[i] = a[i] > 0 ? F[i] - epsilon * std::log(a[i]) : 0.0;
+  for (std::int64_t j = 0; j < m; ++j) g[j] = b[j] > 0 ? G[j] - epsilon * std::log(b[j]) : 0.0;
+  const std::vector<std::int32_t> row_group(static_cast<std::size_t>(n), 0), col_group(static_cast<std::size_t>(m), 0);
+  const std::vector<double> row_marginal = engine.apply(std::vector<double>(static_cast<std::size_t>(m), 1.0), col_group, 1);
+  const std::vector<double> col_marginal =
+      engine.transpose_apply(std::vector<double>(static_cast<std::size_t>(n), 1.0), row_group, 1);
+  const double transport = engine.block_sums(row_group, 1, col_group, 1).cost.at(0);
+
+  const MarginalSide r(a, f, row_marginal, epsilon, options.tau_a);
+  const MarginalSide c(b, g, col_marginal, epsilon, options.tau_b);
+  double value = r.dual + c.dual - epsilon * r.mass + epsilon * r.weight * c.weight;
+  if (options.tau_a < 1.0) value += epsilon * options.tau_a / (1.0 - options.tau_a) * r.kl;
+  if (options.tau_b < 1.0) value += epsilon * options.tau_b / (1.0 - options.tau_b) * c.kl;
+  const bool finite = std::isfinite(transport) && std::isfinite(value) && std::isfinite(r.err + c.err);
+
+  copy_into(state.f, layout.row_offset[u], f);
+  copy_into(state.g, layout.col_offset[u], g);
+  set_scalar(out.cost, u, transport);
+  set_scalar(out.objective, u, value);
+  set_scalar(out.marginal_error, u, r.err + c.err);
+  set_scalar(out.iterations, u, static_cast<std::int32_t>(report.iterations));
+  set_scalar(out.status, u,
+             static_cast<std::int32_t>(finite ? report.status : SolveStatus::numerical_error));
+  set_scalar(out.scaling_domain, u, static_cast<std::int32_t>(report.scaling_domain ? 1 : 0));
+  if (options.point_gradients && finite) {
+    const TiledPointGradients gradients = engine.point_gradients();
+    copy_rows_into(result.source_gradient, layout.row_offset[u], gradients.rows);
+    copy_rows_into(result.target_gradient, layout.col_offset[u], gradients.cols);
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -238,21 +411,25 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     gradient_points = clouds.points();
   }
 
-  // Chunks of consecutive problems whose costs fit the workspace.
+  // Problems beyond the workspace on their own go to the tiled engine; the
+  // others in chunks of consecutive problems whose costs fit the workspace.
   const std::size_t per_entry = 2 * sizeof(T);
-  std::vector<std::pair<std::int64_t, std::int64_t>> chunks;
-  std::int64_t largest = 0;
-  for (std::int64_t u = 0; u < n_problems;) {
-    std::int64_t v = u, entries = 0;
-    while (v < n_problems) {
-      const std::int64_t e = layout.rows(v) * layout.cols(v);
-      if (v > u && static_cast<std::size_t>(entries + e) * per_entry > options.workspace_bytes) break;
-      entries += e;
-      ++v;
+  std::vector<std::int64_t> in_tiles;
+  std::vector<std::vector<std::int64_t>> chunks;
+  std::int64_t largest = 0, entries = 0;
+  for (std::int64_t u = 0; u < n_problems; ++u) {
+    if (beyond_workspace<T>(layout, u, options)) {
+      in_tiles.push_back(u);
+      continue;
     }
-    chunks.emplace_back(u, v);
+    const std::int64_t e = layout.rows(u) * layout.cols(u);
+    if (chunks.empty() || static_cast<std::size_t>(entries + e) * per_entry > options.workspace_bytes) {
+      chunks.emplace_back();
+      entries = 0;
+    }
+    chunks.back().push_back(u);
+    entries += e;
     largest = std::max(largest, entries);
-    u = v;
   }
   SinkhornWorkspace<T> own;
   SinkhornWorkspace<T>& buffers = workspace ? *workspace : own;
@@ -267,7 +444,7 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
   // A relative ε needs every cost before any solve: with one chunk the costs are
   // summed while they are stored, otherwise in a pass of their own (same sums).
   bool sums_pending = options.relative_epsilon && n_problems > 0;
-  if (sums_pending && chunks.size() > 1) {
+  if (sums_pending && (chunks.size() > 1 || !in_tiles.empty())) {
     auto blocks = detail::make_blocks(all, every, true);
     Kokkos::parallel_for("kotml::ot::sinkhorn_cost_sums", detail::line_policy(blocks.extent(0)),
                          CostLines<T>{blocks, Vector<T>(), all.d_cost_offset, all.d_row_begin, all.d_cols,
@@ -277,14 +454,14 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     sums_pending = false;
   }
 
-  for (const auto& [first, last] : chunks) {
+  for (const auto& chunk : chunks) {
     SlotTable slots;
     std::int64_t at = 0;
     std::vector<std::int64_t> members;
-    for (std::int64_t u = first; u < last; ++u) {
+    for (const std::int64_t u : chunk) {
       slots.add(u, at, layout.row_offset[u], layout.col_offset[u], layout.rows(u), layout.cols(u),
                 all.source_point[u], all.target_point[u]);
-      members.push_back(u - first);
+      members.push_back(static_cast<std::int64_t>(members.size()));
       at += layout.rows(u) * layout.cols(u);
     }
     slots.upload();
@@ -304,6 +481,8 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
         {cost, gradient_points, points_t, result.source_gradient, result.target_gradient}};
     detail::run_sinkhorn<T>(problem, state, out);
   }
+  for (const std::int64_t u : in_tiles)
+    solve_in_tiles(clouds, pairs[static_cast<std::size_t>(u)], cost, options, epsilon, u, result, state, out);
   result.epsilon = epsilon;
 
   result.cost = out.cost;

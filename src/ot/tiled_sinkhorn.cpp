@@ -1195,6 +1195,64 @@ PlanBlockSums TiledSinkhorn<T>::block_sums(const std::vector<std::int32_t>& row_
   return out;
 }
 
+template <class T>
+TiledPointGradients TiledSinkhorn<T>::point_gradients() {
+  Impl& s = *impl_;
+  ProfilingRegion region("kotml::ot::tiled_point_gradients");
+  if (s.cost.kind == Cost::cosine || s.cost.label.active())
+    throw Error::option("cost", "gradients with respect to the points are available for the euclidean and "
+                                "sqeuclidean feature costs without a label term");
+  const double eps = s.resolve_epsilon();
+  s.scale_rows(s.f, eps);
+  s.scale_cols(s.g, eps);
+  const bool squared = s.cost.kind == Cost::sqeuclidean;
+  const double lambda = s.cost.feature_weight;
+  const double scale = squared ? 2 * lambda : lambda * lambda;
+  const T inv_eps = static_cast<T>(1.0 / eps);
+  const int dim = s.data.dim;
+  TiledPointGradients out;
+
+  Matrix<double> rows("kotml::ot::tiled_row_gradients", std::max<std::int64_t>(s.rows.count, 1), dim);
+  detail::RowGradientSweep<T> row_sweep{s.data, s.u, s.h, inv_eps, scale, squared, rows};
+  Kokkos::parallel_for("kotml::ot::tiled_row_gradients",
+                       detail::tile_policy(s.data.row_tiles, row_sweep.scratch_bytes()), row_sweep);
+  Kokkos::fence();
+  const auto host_rows = Kokkos::create_mirror_view_and_copy(HostSpace(), rows);
+  out.rows.assign(host_rows.data(), host_rows.data() + s.rows.count * dim);
+
+  // Column tiles in chunks, so the limbs stay near 64 MiB whatever m is.
+  using Fixed = detail::GradientFixed;
+  const std::int64_t per_tile = detail::tile_cols * dim * Fixed::limbs;
+  const std::int64_t chunk =
+      std::max<std::int64_t>(1, (std::int64_t(64) << 20) / (per_tile * static_cast<std::int64_t>(sizeof(std::int64_t))));
+  out.cols.assign(static_cast<std::size_t>(s.m * dim), 0.0);
+  bool held = true;
+  for (std::int64_t first = 0; first < s.data.col_tiles; first += chunk) {
+    const std::int64_t tiles = std::min(chunk, s.data.col_tiles - first);
+    detail::Limbs limbs("kotml::ot::tiled_column_gradient_limbs", tiles * per_tile);
+    detail::ColumnGradientSweep<T> sweep{s.data, s.u, s.h, inv_eps, scale, squared, first, limbs};
+    Kokkos::parallel_for("kotml::ot::tiled_column_gradients",
+                         detail::tile_policy(tiles, sweep.scratch_bytes(dim)), sweep);
+    Kokkos::fence();
+    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), limbs);
+    const std::int64_t values = tiles * detail::tile_cols * dim;
+    for (std::int64_t v = 0; v < values; ++v) Fixed::carry(host.data() + v * Fixed::limbs);
+    if (s.comm->size() > 1)
+      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(tiles * per_tile), MPI_INT64_T, MPI_SUM,
+                    s.comm->raw());
+    const std::int64_t col0 = first * detail::tile_cols;
+    const std::int64_t cols = std::min(tiles * detail::tile_cols, s.m - col0);
+    for (std::int64_t j = 0; j < cols * dim; ++j) {
+      const double v = Fixed::to_double(host.data() + j * Fixed::limbs);
+      if (!(std::fabs(v) < std::ldexp(1.0, Fixed::highest_exponent))) held = false;
+      out.cols[static_cast<std::size_t>(col0 * dim + j)] = v;
+    }
+  }
+  if (!held)
+    throw Error("", "plan", "a column gradient is not finite or too large to be held exactly");
+  return out;
+}
+
 template class TiledSinkhorn<float>;
 template class TiledSinkhorn<double>;
 

@@ -522,4 +522,166 @@ struct BlockSweep {
   }
 };
 
+
+// ------------------------------------------------------------ gradients
+
+/// The plan entry's weight in the gradient of a feature cost c = λ·φ(x, y):
+/// ∂c/∂x = w·(x − y) per unit of plan with w = 2λ (sqeuclidean) or λ²/c
+/// (euclidean, φ = ‖x − y‖ = c/λ; 0 where c = 0). `scale` is 2λ or λ².
+template <class T>
+KOKKOS_INLINE_FUNCTION double gradient_weight(double plan, T c, double scale, bool squared) {
+  if (squared) return scale * plan;
+  return c > T(0) ? scale * plan / static_cast<double>(c) : 0.0;
+}
+
+/// ∂/∂x_i = Σ_j w_ij (x_i − y_j) for this rank's rows (one team per row tile,
+/// column tiles in order), into out (local rows × d, zeroed by the caller).
+/// Per tile and row the host sums over the tile's columns per coordinate, then
+/// adds that into the row's total; devices add entry by entry.
+template <class T>
+struct RowGradientSweep {
+  TileCostData<T> costs;
+  Vector<const T> u, h;
+  T s;
+  double scale;
+  bool squared;
+  Matrix<double> out;
+
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(tile_cols * (sizeof(T) + sizeof(double)) + 128); }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    const int dim = costs.dim;
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    T* plan = pad.take<T>(tile_cols);
+    double* w = pad.take<double>(tile_cols);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t width = costs.cols_in(J);
+      const std::int64_t col0 = J * tile_cols;
+      const T* y = costs.y_packed.data() + J * dim * tile_cols;  // y[k·256 + c]
+#ifndef KOTML_DEVICE_PASS
+      (void)team;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t r = I * tile_rows + i;
+        const T* c = tile + i * tile_cols;
+        plan_row_host(c, h.data() + col0, width, u(r), s, plan);
+        for (std::int64_t k = 0; k < width; ++k)
+          w[k] = gradient_weight(static_cast<double>(plan[k]), c[k], scale, squared);
+        for (int q = 0; q < dim; ++q) {
+          const double xq = static_cast<double>(costs.x(r, q));
+          const T* yq = y + q * tile_cols;
+          double acc = 0;
+          for (std::int64_t k = 0; k < width; ++k) acc += w[k] * (xq - static_cast<double>(yq[k]));
+          out(r, q) += acc;
+        }
+      }
+#else
+      (void)plan;
+      (void)w;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          const std::int64_t r = I * tile_rows + i;
+          const T* c = tile + i * tile_cols;
+          for (std::int64_t k = 0; k < width; ++k) {
+            const double p = static_cast<double>(fast_exp(u(r) + h(col0 + k) - s * c[k]));
+            const double wk = gradient_weight(p, c[k], scale, squared);
+            if (wk == 0) continue;
+            for (int q = 0; q < dim; ++q)
+              out(r, q) += wk * (static_cast<double>(costs.x(r, q)) - static_cast<double>(y[q * tile_cols + k]));
+          }
+        });
+      });
+      team.team_barrier();
+#endif
+    }
+  }
+};
+
+/// ∂/∂y_j = Σ_i w_ij (y_j − x_i) for the column tiles [first, first + league):
+/// one team per column tile, row tiles in order; each row tile's sums are
+/// deposited in wide fixed point (limbs: ((J − first)·256 + c)·d + q), so the
+/// totals over ranks are exact and do not depend on the rank count.
+using GradientFixed = dist::WideFixed;
+
+template <class T>
+struct ColumnGradientSweep {
+  TileCostData<T> costs;
+  Vector<const T> u, h;
+  T s;
+  double scale;
+  bool squared;
+  std::int64_t first = 0;
+  Limbs limbs;
+
+  static std::size_t scratch_bytes(int dim) {
+    return tile_scratch_bytes<T>(tile_cols * (sizeof(T) + sizeof(double) * (static_cast<std::size_t>(dim) + 1)) + 128);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t J = first + team.league_rank();
+    const std::int64_t width = costs.cols_in(J);
+    const std::int64_t col0 = J * tile_cols;
+    const int dim = costs.dim;
+    ScratchCarver pad{team.team_scratch(1)};
+    T* buffer = pad.take<T>(tile_entries);
+    T* plan = pad.take<T>(tile_cols);
+    double* w = pad.take<double>(tile_cols);
+    double* acc = pad.take<double>(static_cast<std::int64_t>(dim) * tile_cols);  // acc[q·256 + c]
+    const T* y = costs.y_packed.data() + J * dim * tile_cols;
+    std::int64_t* own = limbs.data() + team.league_rank() * tile_cols * dim * GradientFixed::limbs;
+    for (std::int64_t I = 0; I < costs.row_tiles; ++I) {
+      const T* tile = costs.tile(team, I, J, buffer);
+      const std::int64_t rows = costs.rows_in(I);
+#ifndef KOTML_DEVICE_PASS
+      (void)team;
+      for (std::int64_t e = 0; e < static_cast<std::int64_t>(dim) * tile_cols; ++e) acc[e] = 0;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t r = I * tile_rows + i;
+        const T* c = tile + i * tile_cols;
+        plan_row_host(c, h.data() + col0, width, u(r), s, plan);
+        for (std::int64_t k = 0; k < width; ++k)
+          w[k] = gradient_weight(static_cast<double>(plan[k]), c[k], scale, squared);
+        for (int q = 0; q < dim; ++q) {
+          const double xq = static_cast<double>(costs.x(r, q));
+          const T* yq = y + q * tile_cols;
+          double* into = acc + q * tile_cols;
+          for (std::int64_t k = 0; k < width; ++k) into[k] += w[k] * (static_cast<double>(yq[k]) - xq);
+        }
+      }
+      for (std::int64_t k = 0; k < width; ++k)
+        for (int q = 0; q < dim; ++q) {
+          std::int64_t* limb = own + (k * dim + q) * GradientFixed::limbs;
+          if (!GradientFixed::deposit(limb, acc[q * tile_cols + k])) GradientFixed::poison(limb);
+        }
+#else
+      (void)plan;
+      (void)w;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          for (int q = 0; q < dim; ++q) acc[q * tile_cols + k] = 0;
+          const T hk = h(col0 + k);
+          for (std::int64_t i = 0; i < rows; ++i) {
+            const std::int64_t r = I * tile_rows + i;
+            const T c = tile[i * tile_cols + k];
+            const double wk = gradient_weight(static_cast<double>(fast_exp(u(r) + hk - s * c)), c, scale, squared);
+            if (wk == 0) continue;
+            for (int q = 0; q < dim; ++q)
+              acc[q * tile_cols + k] +=
+                  wk * (static_cast<double>(y[q * tile_cols + k]) - static_cast<double>(costs.x(r, q)));
+          }
+          for (int q = 0; q < dim; ++q) {
+            std::int64_t* limb = own + (k * dim + q) * GradientFixed::limbs;
+            if (!GradientFixed::deposit(limb, acc[q * tile_cols + k])) GradientFixed::poison(limb);
+          }
+        });
+      });
+      team.team_barrier();
+#endif
+    }
+  }
+};
+
 }  // namespace kotml::ot::detail

@@ -6,6 +6,11 @@
 
 namespace kotml::stage {
 
+std::size_t OtSettings::cost_memory(std::int64_t bytes) {
+  if (bytes < 1) throw Error::option("cost-memory", "must be a positive number of bytes, got " + std::to_string(bytes));
+  return static_cast<std::size_t>(bytes);
+}
+
 void OtSettings::validate() const {
   if (!(entropic_reg >= 0.0) || !std::isfinite(entropic_reg))
     throw Error::option("entropic-reg", "must be 0 (exact EMD) or positive, got " + std::to_string(entropic_reg));

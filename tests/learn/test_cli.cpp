@@ -219,6 +219,10 @@ TEST(LearnCli, BadInputIsOneLineExitTwo) {
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "3"}, 2), "--n-comps");
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2", "--reg", "-1"}), "--reg");
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--entropic-reg", "-0.5"}), "--entropic-reg");
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--cost-memory", "0"}), "--cost-memory");
+  expect_one_error(run_kotml({"distances", toy_file(), "--n-cells", "all", "--metric", "euclidean", "-o", out.file("d.h5"),
+                              "--cost-memory", "-5"}),
+                   "--cost-memory");
   // A finite metric with an epsilon that underflows the Sinkhorn blames the
   // epsilon, not the learning rate (both read "metric diverged" before).
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2",
@@ -328,6 +332,46 @@ TEST(LearnCli, SinkhornDomainsTrainTheSameMetric) {
   }
   EXPECT_GT(worst, 0.0) << "the default did not take the scaling domain";
   EXPECT_LE(worst, 1e-6 * largest);
+}
+
+// Donor pairs whose costs pass --cost-memory go to the tiled engine (every
+// pair, at one byte): training gives the bits of one rank on two, and the
+// metric of the batch kernel to within the solver's tolerance (2 epochs of
+// toy2d, 100 cells per donor). `distances` takes the same route.
+TEST(LearnCli, PairsBeyondTheCostMemoryTrainInTiles) {
+  std::vector<double> metric[3];
+  const std::pair<const char*, int> runs[3] = {{"1073741824", 1}, {"1", 1}, {"1", 2}};
+  for (int k = 0; k < 3; ++k) {
+    TempDir out;
+    const auto r = run_kotml({"train", "--builtin", "toy2d", "--epochs", "2", "--n-cells", "100", "--entropic-reg",
+                              "0.5", "--stop-thr", "0", "--seed", "7", "--quiet", "--cost-memory", runs[k].first,
+                              "--out", out.path()},
+                             runs[k].second);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    metric[k] = h5::File::open_read(out.file("results.h5")).read<double>("A");
+  }
+  ASSERT_EQ(metric[0].size(), metric[1].size());
+  EXPECT_EQ(metric[1], metric[2]);
+  double largest = 0, worst = 0;
+  for (std::size_t i = 0; i < metric[0].size(); ++i) {
+    largest = std::max(largest, std::fabs(metric[0][i]));
+    worst = std::max(worst, std::fabs(metric[0][i] - metric[1][i]));
+  }
+  EXPECT_GT(worst, 0.0) << "no pair went to the tiled engine";
+  EXPECT_LE(worst, 1e-6 * largest);  // measured: 1.8e-9 of the largest entry
+  TempDir out;
+  std::vector<double> distances[2];
+  for (int k = 0; k < 2; ++k) {
+    const auto file = out.file("d" + std::to_string(k) + ".h5");
+    const auto r = run_kotml({"distances", "--builtin", "toy2d", "--n-cells", "100", "--metric", "euclidean",
+                              "--entropic-reg", "0.5", "--quiet", "--cost-memory", k == 0 ? "1073741824" : "1",
+                              "-o", file});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    distances[k] = h5::File::open_read(file).read<double>("distances");
+  }
+  ASSERT_EQ(distances[0].size(), distances[1].size());
+  for (std::size_t i = 0; i < distances[0].size(); ++i)
+    EXPECT_NEAR(distances[1][i], distances[0][i], 1e-5 * (1 + std::fabs(distances[0][i]))) << i;
 }
 
 // Donor placement (issue 14): on 9 ranks (a 3 × 3 grid) each rank reads and

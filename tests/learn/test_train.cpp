@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "kotml/core/error.hpp"
 #include "kotml/data/cell_source.hpp"
@@ -164,10 +165,12 @@ TEST(LearnTrain, MetricIsBitIdenticalOnAnyRankCount) {
     double entropic_reg;
     learn::TripletMode triplets;
     bool grouped;
+    std::size_t cost_memory = std::size_t(1) << 30;
   };
   for (const Case& c : {Case{"emd full batch", 512, 0.0, learn::TripletMode::all, false},
                         Case{"emd mini-batches", 5, 0.0, learn::TripletMode::all, false},
                         Case{"sinkhorn", 512, 0.5, learn::TripletMode::all, false},
+                        Case{"sinkhorn, every pair in tiles", 512, 0.5, learn::TripletMode::all, false, 1},
                         Case{"sampled triplets", 6, 0.0, learn::TripletMode::sampled, false},
                         Case{"group-by centroids", 512, 0.0, learn::TripletMode::all, true}}) {
     const auto cohort = random_cohort(3, 12, 4, 21, world(), c.grouped);
@@ -177,6 +180,7 @@ TEST(LearnTrain, MetricIsBitIdenticalOnAnyRankCount) {
     options.epochs = 4;
     options.batch_size = c.batch_size;
     options.ot.entropic_reg = c.entropic_reg;
+    options.ot.workspace_bytes = c.cost_memory;
     options.triplets = c.triplets;
     options.t = 2;
     options.stop_thr = 0.0;
@@ -192,7 +196,10 @@ TEST(LearnTrain, MetricIsBitIdenticalOnAnyRankCount) {
 TEST(LearnTrain, FullLossGradientMatchesFiniteDifferences) {
   const auto cohort = random_cohort(2, 7, 3, 5, world());
   const stage::DonorStore store(cohort);
-  for (double entropic_reg : {0.3, 0.0}) {
+  // Sinkhorn in the batch kernel and, beyond a one-byte memory, in the tiled engine.
+  for (const auto& [entropic_reg, cost_memory] : {std::pair<double, std::size_t>{0.3, std::size_t(1) << 30},
+                                                  std::pair<double, std::size_t>{0.3, 1},
+                                                  std::pair<double, std::size_t>{0.0, std::size_t(1) << 30}}) {
     for (bool squared : {false, true}) {
       learn::TrainOptions options;
       options.n_comps = 2;
@@ -200,6 +207,7 @@ TEST(LearnTrain, FullLossGradientMatchesFiniteDifferences) {
       options.reg = 0.05;
       options.squared = squared;
       options.ot.entropic_reg = entropic_reg;
+      options.ot.workspace_bytes = cost_memory;
       options.ot.sinkhorn_max_iter = 20000;
       options.ot.sinkhorn_tol = 1e-13;
       options.ot.sinkhorn_float = false;  // finite differences need double costs
@@ -221,7 +229,8 @@ TEST(LearnTrain, FullLossGradientMatchesFiniteDifferences) {
         a.data()[i] = x;
         const double fd = (up - down) / (2 * h);
         EXPECT_NEAR(grad[i], fd, 1e-5 * (1 + std::fabs(fd)))
-            << (entropic_reg > 0 ? "sinkhorn" : "emd") << (squared ? " squared" : "") << " entry " << i;
+            << (entropic_reg > 0 ? "sinkhorn" : "emd") << (cost_memory == 1 ? " in tiles" : "")
+            << (squared ? " squared" : "") << " entry " << i;
       }
     }
   }

@@ -163,6 +163,16 @@ struct RandomBatch {
   }
 };
 
+/// The workspace that holds the largest problem of a batch alone: chunks of
+/// one or a few problems, none beyond the workspace (so none in tiles).
+template <class T>
+std::size_t largest_problem_bytes(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs) {
+  const BatchLayout layout = BatchLayout::of(clouds, pairs);
+  std::int64_t largest = 0;
+  for (std::int64_t u = 0; u < layout.problems(); ++u) largest = std::max(largest, layout.rows(u) * layout.cols(u));
+  return 2 * sizeof(T) * static_cast<std::size_t>(largest);
+}
+
 template <class T>
 void check_batched_equals_single(Cost cost, double tau, SinkhornDomain domain) {
   SCOPED_TRACE(name_of(domain));
@@ -177,7 +187,7 @@ void check_batched_equals_single(Cost cost, double tau, SinkhornDomain domain) {
   auto all = rb.clouds<T>({0, 1, 2, 3, 4});
   auto batch = sinkhorn<T>(all, rb.pairs, cost, o);
   SinkhornOptions small = o;
-  small.workspace_bytes = 1;    // one problem per chunk,
+  small.workspace_bytes = largest_problem_bytes(all, rb.pairs);  // chunks of one or two problems,
   small.team_solve_bytes = 0;   // iterated row block by row block
   auto chunked = sinkhorn<T>(all, rb.pairs, cost, small);
   auto bs = batch.summaries(), cs = chunked.summaries();
@@ -392,14 +402,120 @@ TEST(Sinkhorn, RelativeEpsilonIsAFractionOfTheBatchMeanCost) {
   }
   EXPECT_LE(relative_error(r.epsilon, 0.5 * total / entries), 1e-12);
   // Summed while stored (one chunk) or in a pass of their own (several): same bits.
-  SinkhornOptions chunked = o;
-  chunked.workspace_bytes = 1;
-  auto c = sinkhorn<double>(clouds, rb.pairs, Cost::euclidean, chunked);
-  EXPECT_EQ(c.epsilon, r.epsilon);
-  auto fl = sinkhorn<float>(rb.clouds<float>({0, 1, 2, 3, 4}), rb.pairs, Cost::sqeuclidean, o);
-  auto flc = sinkhorn<float>(rb.clouds<float>({0, 1, 2, 3, 4}), rb.pairs, Cost::sqeuclidean, chunked);
-  EXPECT_EQ(fl.epsilon, flc.epsilon);
-  EXPECT_EQ(fl.summary(2).cost, flc.summary(2).cost);
+  // And with problems in tiles (beyond a one-byte workspace), whose costs the
+  // pass of their own sums too.
+  for (const std::size_t workspace : {largest_problem_bytes(clouds, rb.pairs), std::size_t(1)}) {
+    SCOPED_TRACE("workspace " + std::to_string(workspace));
+    SinkhornOptions chunked = o;
+    chunked.workspace_bytes = workspace;
+    auto c = sinkhorn<double>(clouds, rb.pairs, Cost::euclidean, chunked);
+    EXPECT_EQ(c.epsilon, r.epsilon);
+    auto fl = sinkhorn<float>(rb.clouds<float>({0, 1, 2, 3, 4}), rb.pairs, Cost::sqeuclidean, o);
+    auto flc = sinkhorn<float>(rb.clouds<float>({0, 1, 2, 3, 4}), rb.pairs, Cost::sqeuclidean, chunked);
+    EXPECT_EQ(fl.epsilon, flc.epsilon);
+    if (workspace > 1) {
+      EXPECT_EQ(fl.summary(2).cost, flc.summary(2).cost);
+    }
+  }
+}
+
+// A balanced problem whose costs alone pass the workspace goes to the tiled
+// engine (tiled_sinkhorn.hpp) on this rank: the same problem and tolerance, in
+// OTT's cost forms and its own update order. Its results (cost, objective, the
+// potentials up to their constant shift, point gradients, reported error)
+// agree with the batch kernel's within what the tolerance allows, next to
+// problems still solved in chunks, and are the same bits on every call. An
+// unbalanced problem stays in the batch kernel (same bits as with room).
+template <class T>
+void check_tiled_route(Cost cost, double tau, SinkhornDomain domain) {
+  SCOPED_TRACE(std::string(cost_name(cost)) + " tau " + std::to_string(tau) + " " + name_of(domain) +
+               (std::is_same<T, float>::value ? " float" : " double"));
+  const bool single = std::is_same<T, float>::value;
+  RandomBatch rb;
+  auto clouds = rb.clouds<T>({0, 1, 2, 3, 4});
+  SinkhornOptions o;
+  o.domain = domain;
+  o.epsilon = 0.3;
+  o.tau_a = o.tau_b = tau;
+  o.tol = single ? 1e-6 : 1e-12;
+  o.max_iter = 100000;
+  o.point_gradients = cost != Cost::cosine;
+  const auto whole = sinkhorn<T>(clouds, rb.pairs, cost, o);
+  SinkhornOptions tight = o;
+  tight.workspace_bytes = 2 * sizeof(T) * 250;  // pairs of more than 250 entries go to tiles
+  const auto tiled = sinkhorn<T>(clouds, rb.pairs, cost, tight);
+  const auto again = sinkhorn<T>(clouds, rb.pairs, cost, tight);
+  const auto ws = whole.summaries(), ts = tiled.summaries(), as = again.summaries();
+  auto wf = to_host(whole.f), wg = to_host(whole.g), tf = to_host(tiled.f), tg = to_host(tiled.g);
+  auto af = to_host(again.f);
+  const double value_tol = single ? 2e-4 : 1e-9, potential_tol = single ? 2e-3 : 1e-8;
+  if (tau < 1.0) {
+    for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
+      EXPECT_EQ(ts[u].cost, ws[u].cost);
+      EXPECT_EQ(ts[u].objective, ws[u].objective);
+    }
+    for (std::size_t i = 0; i < tf.extent(0); ++i) EXPECT_EQ(tf(i), wf(i));
+    return;
+  }
+  int in_tiles = 0;
+  for (std::size_t u = 0; u < rb.pairs.size(); ++u) {
+    SCOPED_TRACE("pair " + std::to_string(u));
+    const auto n = tiled.layout.rows(static_cast<std::int64_t>(u)), m = tiled.layout.cols(static_cast<std::int64_t>(u));
+    EXPECT_EQ(ts[u].cost, as[u].cost);
+    if (n * m <= 250) {  // in a chunk, as with room
+      EXPECT_EQ(ts[u].cost, ws[u].cost);
+      EXPECT_EQ(ts[u].objective, ws[u].objective);
+      continue;
+    }
+    ++in_tiles;
+    EXPECT_EQ(ts[u].status, SolveStatus::optimal);
+    EXPECT_EQ(ws[u].status, SolveStatus::optimal);
+    EXPECT_LE(relative_error(ts[u].cost, ws[u].cost), value_tol);
+    EXPECT_LE(relative_error(ts[u].objective, ws[u].objective), value_tol);
+    EXPECT_LE(ts[u].marginal_error, 10 * o.tol);
+    EXPECT_EQ(ts[u].cost, as[u].cost);
+    EXPECT_EQ(ts[u].objective, as[u].objective);
+    EXPECT_EQ(ts[u].iterations, as[u].iterations);
+    // Balanced potentials are defined up to f + s, g − s.
+    double shift = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      shift += static_cast<double>(tf(tiled.layout.row_offset[u] + i)) - static_cast<double>(wf(whole.layout.row_offset[u] + i));
+    shift /= static_cast<double>(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto r = tiled.layout.row_offset[u] + i;
+      EXPECT_NEAR(static_cast<double>(tf(r)) - shift, static_cast<double>(wf(r)), potential_tol);
+      EXPECT_EQ(tf(r), af(r));
+    }
+    for (std::int64_t j = 0; j < m; ++j) {
+      const auto c = tiled.layout.col_offset[u] + j;
+      EXPECT_NEAR(static_cast<double>(tg(c)) + shift, static_cast<double>(wg(c)), potential_tol);
+    }
+  }
+  EXPECT_EQ(in_tiles, 4);
+  if (!o.point_gradients) return;
+  for (const bool source : {true, false}) {
+    auto want = to_host(source ? whole.source_gradient : whole.target_gradient);
+    auto got = to_host(source ? tiled.source_gradient : tiled.target_gradient);
+    auto repeat = to_host(source ? again.source_gradient : again.target_gradient);
+    double scale = 0;
+    for (std::size_t i = 0; i < want.extent(0); ++i)
+      for (std::size_t k = 0; k < want.extent(1); ++k) scale = std::max(scale, std::fabs(want(i, k)));
+    for (std::size_t i = 0; i < want.extent(0); ++i)
+      for (std::size_t k = 0; k < want.extent(1); ++k) {
+        EXPECT_NEAR(got(i, k), want(i, k), (single ? 1e-3 : 1e-8) * scale) << (source ? "source " : "target ") << i;
+        EXPECT_EQ(got(i, k), repeat(i, k));
+      }
+  }
+}
+
+TEST(Sinkhorn, ProblemsBeyondTheWorkspaceAreSolvedInTiles) {
+  for (const SinkhornDomain domain : {SinkhornDomain::log, SinkhornDomain::automatic}) {
+    check_tiled_route<double>(Cost::euclidean, 1.0, domain);
+    check_tiled_route<double>(Cost::sqeuclidean, 1.0, domain);
+    check_tiled_route<double>(Cost::sqeuclidean, 0.7, domain);
+    check_tiled_route<float>(Cost::sqeuclidean, 1.0, domain);
+    check_tiled_route<float>(Cost::cosine, 1.0, domain);
+  }
 }
 
 // Objective of one dense problem as a function of its cost.
@@ -492,14 +608,19 @@ TEST(Sinkhorn, GradientWithRespectToTheMapMatchesFiniteDifferences) {
   auto x = test::normal_points(n, d, 300);
   auto y = test::normal_points(m, d, 301, 0.5);
   auto a = test::normal_points(k, d, 302);
+  // The batch kernel, and the tiled engine (a balanced problem beyond a one-byte workspace).
+  for (const std::size_t workspace : {std::size_t(1) << 30, std::size_t(1)})
   for (Cost cost : {Cost::euclidean, Cost::sqeuclidean})
     for (double tau : {1.0, 0.75}) {
-      SCOPED_TRACE(std::string(cost_name(cost)) + " tau " + std::to_string(tau));
+      if (workspace == 1 && tau < 1.0) continue;
+      SCOPED_TRACE(std::string(cost_name(cost)) + " tau " + std::to_string(tau) + " workspace " +
+                   std::to_string(workspace));
       SinkhornOptions o;
       o.epsilon = 0.2;
       o.tau_a = o.tau_b = tau;
-      o.tol = 1e-15;
+      o.tol = workspace > 1 ? 1e-15 : 1e-13;  // the tiled engine's error floor is a little higher
       o.max_iter = 100000;
+      o.workspace_bytes = workspace;
       HostMatrix<double> grad;
       mapped_objective(x, y, n, m, d, a, k, cost, o, &grad);
       const double h = 1e-6;

@@ -1,7 +1,7 @@
 // The tiled Sinkhorn on 1, 2 and 3 ranks gives the bits of one rank: each rank
 // solves its block of rows with the others (MPI_COMM_WORLD) and the whole
-// problem alone (MPI_COMM_SELF), and every potential, error, column sum and
-// block sum must be identical. Includes a rank without rows.
+// problem alone (MPI_COMM_SELF), and every potential, error, column sum, block
+// sum and point gradient must be identical. Includes a rank without rows.
 
 #include <gtest/gtest.h>
 
@@ -70,6 +70,16 @@ TiledSinkhornReport expect_rank_independent(const Setup& setup, const std::vecto
   const auto rows_alone = alone.apply(ones, y.labels, 3);
   EXPECT_EQ(shared.apply(ones, y.labels, 3),
             std::vector<double>(rows_alone.begin() + 3 * mine.begin, rows_alone.begin() + 3 * (mine.begin + mine.count)));
+  // Point gradients (feature costs without labels): this rank's rows of the
+  // whole, and every column's exact sum over ranks.
+  if (setup.kind != Cost::cosine && !setup.labelled) {
+    const auto g_shared = shared.point_gradients();
+    const auto g_alone = alone.point_gradients();
+    const auto d = static_cast<std::int64_t>(setup.dim);
+    EXPECT_EQ(g_shared.rows, std::vector<double>(g_alone.rows.begin() + d * mine.begin,
+                                                 g_alone.rows.begin() + d * (mine.begin + mine.count)));
+    EXPECT_EQ(g_shared.cols, g_alone.cols);
+  }
   return r_alone;
 }
 

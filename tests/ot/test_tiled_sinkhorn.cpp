@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <string>
+#include <type_traits>
 
 #include "kotml/core/error.hpp"
 #include "kotml/ot/sinkhorn.hpp"
@@ -549,6 +551,77 @@ TEST(TiledSinkhorn, PlanApplicationsEqualDenseProducts) {
       EXPECT_NEAR(blocks.plain_cost[b], plain, 1e-9);
       EXPECT_EQ(blocks.count[b], count);
     }
+}
+
+// The point gradients through the plan against the dense sums, for both
+// feature costs with a feature weight, 150 rows (three row tiles) and 270
+// columns (two column tiles, the second short); float within its rounding.
+// The cosine cost and a label term are refused.
+template <class T>
+void check_point_gradients(Cost kind) {
+  SCOPED_TRACE(std::string(cost_name(kind)) + (std::is_same<T, float>::value ? " float" : " double"));
+  const auto x = random_cloud(150, 4, 63), y = random_cloud(270, 4, 64);
+  PointCost cost;
+  cost.kind = kind;
+  cost.feature_weight = 0.7;
+  auto o = tight();
+  o.epsilon = 0.5;
+  o.threshold = 1e-6;
+  DevicePoints<T> dx(x), dy(y);
+  TiledSinkhorn<T> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  ASSERT_TRUE(solver.solve().converged);
+  const auto plan = test::plan_from_potentials(cost, x, y, solver.f(), solver.g(), o.epsilon);
+  const auto got = solver.point_gradients();
+  ASSERT_EQ(got.rows.size(), static_cast<std::size_t>(x.n * 4));
+  ASSERT_EQ(got.cols.size(), static_cast<std::size_t>(y.n * 4));
+  std::vector<double> rows(got.rows.size(), 0.0), cols(got.cols.size(), 0.0);
+  double scale = 0;
+  for (std::int64_t i = 0; i < x.n; ++i)
+    for (std::int64_t j = 0; j < y.n; ++j) {
+      const double* xi = &x.points[static_cast<std::size_t>(i * 4)];
+      const double* yj = &y.points[static_cast<std::size_t>(j * 4)];
+      double distance = 0;
+      for (int k = 0; k < 4; ++k) distance += (xi[k] - yj[k]) * (xi[k] - yj[k]);
+      distance = std::sqrt(distance);
+      const double t = plan[static_cast<std::size_t>(i * y.n + j)];
+      const double w = kind == Cost::sqeuclidean ? 2 * 0.7 * t : 0.7 * t / distance;
+      for (int k = 0; k < 4; ++k) {
+        rows[static_cast<std::size_t>(i * 4 + k)] += w * (xi[k] - yj[k]);
+        cols[static_cast<std::size_t>(j * 4 + k)] += w * (yj[k] - xi[k]);
+      }
+    }
+  for (const double v : rows) scale = std::max(scale, std::fabs(v));
+  const double tol = (std::is_same<T, float>::value ? 1e-4 : 1e-11) * scale;
+  for (std::size_t e = 0; e < rows.size(); ++e) EXPECT_NEAR(got.rows[e], rows[e], tol) << "row entry " << e;
+  for (std::size_t e = 0; e < cols.size(); ++e) EXPECT_NEAR(got.cols[e], cols[e], tol) << "column entry " << e;
+  // Balanced and converged: the plan's moves cancel, Σ_i ∂/∂x_i + Σ_j ∂/∂y_j = 0.
+  for (int k = 0; k < 4; ++k) {
+    double total = 0;
+    for (std::int64_t i = 0; i < x.n; ++i) total += got.rows[static_cast<std::size_t>(i * 4 + k)];
+    for (std::int64_t j = 0; j < y.n; ++j) total += got.cols[static_cast<std::size_t>(j * 4 + k)];
+    EXPECT_NEAR(total, 0.0, tol);
+  }
+}
+
+TEST(TiledSinkhorn, PointGradientsEqualDenseSums) {
+  check_point_gradients<double>(Cost::sqeuclidean);
+  check_point_gradients<double>(Cost::euclidean);
+  check_point_gradients<float>(Cost::sqeuclidean);
+  const auto x = random_cloud(20, 3, 65), y = random_cloud(30, 3, 66);
+  DevicePoints<double> dx(x), dy(y);
+  for (const bool labelled : {false, true}) {
+    PointCost cost;
+    cost.kind = labelled ? Cost::sqeuclidean : Cost::cosine;
+    if (labelled) cost.label = test::label_table(3, 3, 0.5);
+    TiledSinkhorn<double> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, tight());
+    solver.solve();
+    try {
+      solver.point_gradients();
+      ADD_FAILURE() << "no error for " << (labelled ? "a label term" : "the cosine cost");
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cost"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // ------------------------------------------------------------- bad input

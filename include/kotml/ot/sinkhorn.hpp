@@ -114,8 +114,12 @@ struct SinkhornOptions {
   /// (batch solver; euclidean and sqeuclidean costs).
   bool point_gradients = false;
   /// Device memory the batch solver may use for stored costs (a cost and its
-  /// transpose per problem); problems are solved in chunks that fit. A problem
-  /// larger than this on its own is still solved.
+  /// transpose per problem); problems are solved in chunks that fit. A balanced
+  /// problem larger than this on its own (and whose plan is not kept) is solved
+  /// by the tiled engine (tiled_sinkhorn.hpp) on this rank, its costs stored
+  /// within this budget or recomputed tile by tile: the same problem and
+  /// tolerance, equal to the batch kernel's result within the tolerance, not
+  /// bit for bit. An unbalanced one is still solved here, whatever its size.
   std::size_t workspace_bytes = std::size_t(1) << 30;
   /// Problems whose cost and transposed cost take at most this many bytes are
   /// iterated whole by one team (they stay in a core's cache; one launch for the

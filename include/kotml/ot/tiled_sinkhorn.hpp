@@ -195,6 +195,13 @@ struct PlanBlockSums {
   std::vector<std::int64_t> count; // cells
 };
 
+/// Gradients of the transport objective with respect to the points (see
+/// TiledSinkhorn::point_gradients): this rank's rows (count × d) and every
+/// column (m × d), row-major.
+struct TiledPointGradients {
+  std::vector<double> rows, cols;
+};
+
 template <class T>
 class TiledSinkhorn {
  public:
@@ -234,6 +241,18 @@ class TiledSinkhorn {
   /// selected), summed exactly over ranks.
   PlanBlockSums block_sums(const std::vector<std::int32_t>& row_groups, std::int32_t n_row_groups,
                            const std::vector<std::int32_t>& col_groups, std::int32_t n_col_groups);
+
+  /// Through the plan T held now, for a feature cost c = λ_f·φ(x, y) without a
+  /// label term:
+  ///   ∂/∂x_i = Σ_j T_ij ∂c_ij/∂x_i,   ∂/∂y_j = Σ_i T_ij ∂c_ij/∂y_j,
+  /// with ∂c/∂x = 2λ_f (x − y) (sqeuclidean) or λ_f (x − y)/‖x − y‖ (euclidean;
+  /// 0 at x = y), and ∂c/∂y = −∂c/∂x. At a converged (f, g) these are the
+  /// gradients of the regularised objective (envelope theorem). A row's sum
+  /// runs over the column tiles in order; a column's is deposited per row tile
+  /// in wide fixed point and summed exactly over ranks, so both are identical
+  /// for any rank count. Throws Error::option for the cosine cost or a label
+  /// term.
+  TiledPointGradients point_gradients();
 
  private:
   struct Impl;

@@ -28,6 +28,10 @@ struct OtSettings {
   /// (0.25 s at 2000 × 2000 on one core, perf/RESULTS.md). Larger pairs are
   /// refused up front with a hint to use Sinkhorn.
   std::int64_t emd_max_entries = 25'000'000;
+  /// Bytes per rank for the stored costs of the pairs solved together
+  /// (--cost-memory): pairs go in chunks that fit; a Sinkhorn pair larger on
+  /// its own goes to the tiled engine, which stores its costs within this
+  /// budget or recomputes them tile by tile (ot::SinkhornOptions).
   std::size_t workspace_bytes = std::size_t(1) << 30;
   /// Sinkhorn on single-precision projected points (GGML-OT's float32, and about
   /// twice the log-sum-exp throughput); false: double. EMD always uses double.
@@ -36,6 +40,8 @@ struct OtSettings {
   /// scaling domain where the kernel exp(−C/ε) is representable.
   ot::SinkhornDomain sinkhorn_domain = ot::SinkhornDomain::automatic;
   bool exact() const { return entropic_reg == 0.0; }
+  /// --cost-memory as given: an Error naming the option unless positive.
+  static std::size_t cost_memory(std::int64_t bytes);
   /// Error naming the option for negative entropic_reg, max_iter < 1, tol < 0.
   void validate() const;
   /// With exact EMD: an Error naming --emd-max-entries, the two largest of the
