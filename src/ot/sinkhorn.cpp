@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
@@ -188,29 +191,6 @@ std::vector<double> cloud_weights(const CloudBatch<T>& clouds, const CloudRange&
   return w;
 }
 
-/// One side's part of the objective and the error, as Finalize (sinkhorn_engine.cpp)
-/// forms them, from the marginals of the plan and the potentials in this
-/// solver's convention: Σ|r − r_upd|, Σ r, Σ pot·r, KL(r | w) and Σ w, with the
-/// log-sum-exp of an entry recovered from r = w·exp(pot/ε + lse).
-struct MarginalSide {
-  double err = 0, mass = 0, dual = 0, kl = 0, weight = 0;
-
-  MarginalSide(const std::vector<double>& w, const std::vector<double>& pot, const std::vector<double>& marginal,
-               double epsilon, double tau) {
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      weight += w[i];
-      if (!(w[i] > 0)) continue;
-      const double r = marginal[i];
-      double updated = w[i];
-      if (tau < 1.0) updated = r > 0 ? w[i] * std::exp((1.0 - tau) * (std::log(r / w[i]) - pot[i] / epsilon)) : 0.0;
-      err += std::fabs(r - updated);
-      mass += r;
-      dual += pot[i] * r;
-      if (tau < 1.0) kl += (r > 0 ? r * std::log(r / w[i]) : 0.0) - r + w[i];
-    }
-  }
-};
-
 template <class T>
 void copy_into(const Vector<T>& view, std::int64_t first, const std::vector<double>& values) {
   auto host = Kokkos::create_mirror_view(
@@ -235,30 +215,17 @@ void set_scalar(const Vector<T>& view, std::int64_t u, T value) {
   Kokkos::deep_copy(Kokkos::subview(view, u), value);
 }
 
-/// Problem u on the tiled engine (tiled_sinkhorn.hpp) of this rank alone,
-/// costs stored when they fit the workspace and recomputed per tile otherwise,
-/// so that no n×m array beyond the workspace is made. The engine iterates the
-/// same problem with the same tolerance, checked every check_every iterations,
-/// in its own convention T_ij = exp((F_i + G_j − C_ij)/ε), F = f + ε log a,
-/// G = g + ε log b (it updates g first), and in OTT's cost forms (sqeuclidean
-/// as ‖x‖² + ‖y‖² − 2x·y, cosine with its 1e-8 ridge): the result equals the
-/// batch kernel's to within the tolerance, not bit for bit. The outputs are
-/// this solver's, formed from the plan: the marginals T1 and Tᵀ1, ⟨T, C⟩, the
-/// objective and error as Finalize forms them, the potentials converted back,
-/// and the point gradients.
+/// The tiled engine (tiled_sinkhorn.hpp) for one problem on `self` (this rank
+/// alone; the engine keeps a pointer to it): costs stored within the workspace,
+/// recomputed tile by tile otherwise; the tolerance checked every check_every
+/// iterations.
 template <class T>
-void solve_in_tiles(const CloudBatch<T>& clouds, const Pair& pair, Cost cost, const SinkhornOptions& options,
-                    double epsilon, std::int64_t u, SinkhornBatchResult<T>& result, detail::SinkhornState<T>& state,
-                    detail::SinkhornOutputs& out) {
-  ProfilingRegion region("kotml::ot::sinkhorn_in_tiles");
-  const BatchLayout& layout = result.layout;
-  const CloudRange& source = clouds.cloud(pair.source);
-  const CloudRange& target = clouds.cloud(pair.target);
-  const std::int64_t n = source.size, m = target.size;
-  const std::vector<double> a = cloud_weights(clouds, source, options.balanced());
-  const std::vector<double> b = cloud_weights(clouds, target, options.balanced());
-  Vector<double> a_device(no_init("kotml::ot::tiled_a"), static_cast<std::size_t>(n));
-  Vector<double> b_device(no_init("kotml::ot::tiled_b"), static_cast<std::size_t>(m));
+std::unique_ptr<TiledSinkhorn<T>> tiled_engine(const dist::Comm& self, const CloudBatch<T>& clouds, const CloudRange& source,
+                                               const CloudRange& target, const std::vector<double>& a,
+                                               const std::vector<double>& b, Cost cost, const SinkhornOptions& options,
+                                               double epsilon) {
+  Vector<double> a_device(no_init("kotml::ot::tiled_a"), a.size());
+  Vector<double> b_device(no_init("kotml::ot::tiled_b"), b.size());
   copy_into(a_device, 0, a);
   copy_into(b_device, 0, b);
   const auto rows_of = [&](const CloudRange& c) {
@@ -276,52 +243,95 @@ void solve_in_tiles(const CloudBatch<T>& clouds, const Pair& pair, Cost cost, co
   tiled.max_iterations = options.max_iter;
   tiled.cost_memory = options.workspace_bytes;
   tiled.domain = options.domain;
-  const dist::Comm self(MPI_COMM_SELF);
-  TiledSinkhorn<T> engine(self, RowBlock::of(n, 1, 0), TiledPoints<T>{rows_of(source), a_device, {}},
-                          TiledPoints<T>{rows_of(target), b_device, {}}, point_cost, tiled);
+  return std::make_unique<TiledSinkhorn<T>>(self, RowBlock::of(source.size, 1, 0),
+                                            TiledPoints<T>{rows_of(source), a_device, {}},
+                                            TiledPoints<T>{rows_of(target), b_device, {}}, point_cost, tiled);
+}
 
-  // The potentials held (a warm start, or zeros) in the engine's convention.
-  const auto potentials = [&](const Vector<T>& view, std::int64_t first, std::int64_t count) {
-    auto host = Kokkos::create_mirror_view_and_copy(
-        HostSpace(), Kokkos::subview(view, std::make_pair(first, first + count)));
-    return std::vector<double>(host.data(), host.data() + count);
+/// Potentials between this solver's convention (P = a b exp((f + g − C)/ε))
+/// and the engine's (T = exp((F + G − C)/ε)): F = f + ε log a (0 where a = 0).
+std::vector<double> to_engine(std::vector<double> f, const std::vector<double>& a, double epsilon) {
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = a[i] > 0 ? f[i] + epsilon * std::log(a[i]) : 0.0;
+  return f;
+}
+std::vector<double> from_engine(std::vector<double> F, const std::vector<double>& a, double epsilon) {
+  for (std::size_t i = 0; i < F.size(); ++i) F[i] = a[i] > 0 ? F[i] - epsilon * std::log(a[i]) : 0.0;
+  return F;
+}
+
+template <class T>
+std::vector<double> host_range(const Vector<T>& view, std::int64_t first, std::int64_t count) {
+  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), Kokkos::subview(view, std::make_pair(first, first + count)));
+  return std::vector<double>(host.data(), host.data() + count);
+}
+
+/// Problem u's state for the batch kernel's finalize (sinkhorn_engine.hpp), from
+/// the engine's plan: the potentials in this solver's convention, the
+/// log-sum-exps that give back the plan's marginals (r_i = a_i·exp(f_i/ε +
+/// lse_i)), and ⟨T, C⟩ as the first row's part of the per-row costs (finalize
+/// sums the rows). Then finalize forms cost, objective, error and status.
+template <class T>
+void finalize_from_plan(TiledSinkhorn<T>& engine, const BatchLayout& layout, std::int64_t u, const SlotTable& slot,
+                        const std::vector<double>& a, const std::vector<double>& b, const SinkhornOptions& options,
+                        double epsilon, detail::SinkhornState<T>& state, detail::SinkhornOutputs& out) {
+  const std::vector<double> f = from_engine(engine.f(), a, epsilon), g = from_engine(engine.g(), b, epsilon);
+  const std::vector<std::int32_t> row_group(a.size(), 0), col_group(b.size(), 0);
+  const std::vector<double> row_marginal = engine.apply(std::vector<double>(b.size(), 1.0), col_group, 1);
+  const std::vector<double> col_marginal = engine.transpose_apply(std::vector<double>(a.size(), 1.0), row_group, 1);
+  std::vector<double> row_cost(a.size(), 0.0);
+  row_cost[0] = engine.block_sums(row_group, 1, col_group, 1).cost.at(0);
+  const auto lse_of = [&](const std::vector<double>& w, const std::vector<double>& pot,
+                          const std::vector<double>& marginal) {
+    std::vector<double> lse(w.size(), -std::numeric_limits<double>::infinity());
+    for (std::size_t i = 0; i < w.size(); ++i)
+      if (w[i] > 0 && marginal[i] > 0) lse[i] = std::log(marginal[i] / w[i]) - pot[i] / epsilon;
+    return lse;
   };
-  std::vector<double> f = potentials(state.f, layout.row_offset[u], n);
-  std::vector<double> g = potentials(state.g, layout.col_offset[u], m);
-  std::vector<double> F(f.size()), G(g.size());
-  for (std::int64_t i = 0; i < n; ++i) F[i] = a[i] > 0 ? f[i] + epsilon * std::log(a[i]) : 0.0;
-  for (std::int64_t j = 0; j < m; ++j) G[j] = b[j] > 0 ? g[j] + epsilon * std::log(b[j]) : 0.0;
-  engine.set_potentials(F, G);
-  const TiledSinkhornReport report = engine.solve();
-
-  F = engine.f();
-  G = engine.g();
-  for (std::int64_t i = 0; i < n; ++i) f[i] = a[i] > 0 ? F[i] - epsilon * std::log(a[i]) : 0.0;
-  for (std::int64_t j = 0; j < m; ++j) g[j] = b[j] > 0 ? G[j] - epsilon * std::log(b[j]) : 0.0;
-  const std::vector<std::int32_t> row_group(static_cast<std::size_t>(n), 0), col_group(static_cast<std::size_t>(m), 0);
-  const std::vector<double> row_marginal = engine.apply(std::vector<double>(static_cast<std::size_t>(m), 1.0), col_group, 1);
-  const std::vector<double> col_marginal =
-      engine.transpose_apply(std::vector<double>(static_cast<std::size_t>(n), 1.0), row_group, 1);
-  const double transport = engine.block_sums(row_group, 1, col_group, 1).cost.at(0);
-
-  const MarginalSide r(a, f, row_marginal, epsilon, options.tau_a);
-  const MarginalSide c(b, g, col_marginal, epsilon, options.tau_b);
-  double value = r.dual + c.dual - epsilon * r.mass + epsilon * r.weight * c.weight;
-  if (options.tau_a < 1.0) value += epsilon * options.tau_a / (1.0 - options.tau_a) * r.kl;
-  if (options.tau_b < 1.0) value += epsilon * options.tau_b / (1.0 - options.tau_b) * c.kl;
-  const bool finite = std::isfinite(transport) && std::isfinite(value) && std::isfinite(r.err + c.err);
-
   copy_into(state.f, layout.row_offset[u], f);
   copy_into(state.g, layout.col_offset[u], g);
-  set_scalar(out.cost, u, transport);
-  set_scalar(out.objective, u, value);
-  set_scalar(out.marginal_error, u, r.err + c.err);
+  copy_into(state.lse_row, layout.row_offset[u], lse_of(a, f, row_marginal));
+  copy_into(state.lse_col, layout.col_offset[u], lse_of(b, g, col_marginal));
+  copy_into(state.row_cost, layout.row_offset[u], row_cost);
+  detail::finalize(slot, state, out, epsilon, options.tau_a, options.tau_b);
+}
+
+/// Problem u on the tiled engine, from the potentials held (a warm start, or
+/// zeros), with this solver's outputs. The engine iterates the same problem
+/// with the same tolerance in OTT's cost forms (sqeuclidean as ‖x‖² + ‖y‖² −
+/// 2x·y, cosine with its 1e-8 ridge) and update order (g first): the result
+/// equals the batch kernel's to within the tolerance, not bit for bit.
+template <class T>
+void solve_in_tiles(const CloudBatch<T>& clouds, const Pair& pair, Cost cost, const SinkhornOptions& options,
+                    double epsilon, std::int64_t u, SinkhornBatchResult<T>& result, detail::SinkhornState<T>& state,
+                    detail::SinkhornOutputs& out) {
+  ProfilingRegion region("kotml::ot::sinkhorn_in_tiles");
+  const BatchLayout& layout = result.layout;
+  const CloudRange& source = clouds.cloud(pair.source);
+  const CloudRange& target = clouds.cloud(pair.target);
+  const std::vector<double> a = cloud_weights(clouds, source, options.balanced());
+  const std::vector<double> b = cloud_weights(clouds, target, options.balanced());
+  const dist::Comm self(MPI_COMM_SELF);
+  const auto engine = tiled_engine(self, clouds, source, target, a, b, cost, options, epsilon);
+  engine->set_potentials(to_engine(host_range(state.f, layout.row_offset[u], source.size), a, epsilon),
+                         to_engine(host_range(state.g, layout.col_offset[u], target.size), b, epsilon));
+  const TiledSinkhornReport report = engine->solve();
+  if (log::verbose())
+    log::info("sinkhorn: a " + std::to_string(source.size) + " x " + std::to_string(target.size) +
+              " pair passes the cost memory: tiled engine, costs " + (report.stored ? "stored" : "recomputed per tile") +
+              ", " + std::to_string(report.iterations) + " iterations");
+
   set_scalar(out.iterations, u, static_cast<std::int32_t>(report.iterations));
-  set_scalar(out.status, u,
-             static_cast<std::int32_t>(finite ? report.status : SolveStatus::numerical_error));
+  set_scalar(out.status, u, static_cast<std::int32_t>(report.status));
   set_scalar(out.scaling_domain, u, static_cast<std::int32_t>(report.scaling_domain ? 1 : 0));
-  if (options.point_gradients && finite) {
-    const TiledPointGradients gradients = engine.point_gradients();
+  SlotTable slot;
+  slot.add(u, 0, layout.row_offset[u], layout.col_offset[u], source.size, target.size, source.point_begin,
+           target.point_begin);
+  slot.upload();
+  finalize_from_plan(*engine, layout, u, slot, a, b, options, epsilon, state, out);
+  std::int32_t status = 0;
+  Kokkos::deep_copy(status, Kokkos::subview(out.status, u));
+  if (options.point_gradients && status != static_cast<std::int32_t>(SolveStatus::numerical_error)) {
+    const TiledPointGradients gradients = engine->point_gradients();
     copy_rows_into(result.source_gradient, layout.row_offset[u], gradients.rows);
     copy_rows_into(result.target_gradient, layout.col_offset[u], gradients.cols);
   }

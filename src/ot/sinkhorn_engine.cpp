@@ -429,6 +429,15 @@ struct Finalize {
   }
 };
 
+template <class T>
+void finalize(const SlotTable& slots, const SinkhornState<T>& state, SinkhornOutputs& out, double epsilon,
+              double tau_a, double tau_b) {
+  Kokkos::parallel_for("kotml::ot::sinkhorn_finalize", Kokkos::RangePolicy<ExecSpace>(0, slots.count()),
+                       Finalize<T>{slots.d_problem, slots.d_row_begin, slots.d_col_begin, slots.d_rows, slots.d_cols,
+                                   state.a, state.b, state.f, state.g, state.lse_row, state.lse_col, state.row_cost,
+                                   out.cost, out.objective, out.marginal_error, out.status, epsilon, tau_a, tau_b});
+}
+
 // ------------------------------------------------------------------- driver
 
 namespace {
@@ -562,11 +571,7 @@ void evaluate(const SinkhornProblem<T>& p, SinkhornState<T>& state, SinkhornOutp
                              slots.d_problem, state.log_b,     inv_eps,             static_cast<T>(p.options.tau_b)};
   Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_rows", line_policy(row_blocks.extent(0)), rows_eval);
   Kokkos::parallel_for("kotml::ot::sinkhorn_evaluate_cols", line_policy(col_blocks.extent(0)), cols_eval);
-  Kokkos::parallel_for("kotml::ot::sinkhorn_finalize", Kokkos::RangePolicy<ExecSpace>(0, slots.count()),
-                       Finalize<T>{slots.d_problem, slots.d_row_begin, slots.d_col_begin, slots.d_rows, slots.d_cols,
-                                   state.a, state.b, state.f, state.g, state.lse_row, state.lse_col, state.row_cost,
-                                   out.cost, out.objective, out.marginal_error, out.status, p.epsilon,
-                                   p.options.tau_a, p.options.tau_b});
+  finalize(slots, state, out, p.epsilon, p.options.tau_a, p.options.tau_b);
 }
 
 template <class T>
@@ -631,7 +636,8 @@ void run_sinkhorn(const SinkhornProblem<T>& p, SinkhornState<T>& state, Sinkhorn
 
 #define KOTML_OT_INSTANTIATE_ENGINE(T) \
   template struct SinkhornState<T>;     \
-  template void run_sinkhorn<T>(const SinkhornProblem<T>&, SinkhornState<T>&, SinkhornOutputs&);
+  template void run_sinkhorn<T>(const SinkhornProblem<T>&, SinkhornState<T>&, SinkhornOutputs&); \
+  template void finalize<T>(const SlotTable&, const SinkhornState<T>&, SinkhornOutputs&, double, double, double);
 
 KOTML_OT_INSTANTIATE_ENGINE(float)
 KOTML_OT_INSTANTIATE_ENGINE(double)

@@ -149,4 +149,13 @@ std::vector<std::int64_t> iterate_scaling(const SinkhornProblem<T>& problem, Sin
 template <class T>
 void run_sinkhorn(const SinkhornProblem<T>& problem, SinkhornState<T>& state, SinkhornOutputs& out);
 
+/// Cost, objective, marginal error and status (numerical_error where one is
+/// not finite; otherwise left as it is) of each slot from its state: a, b, f,
+/// g, the final log-sum-exps lse_row and lse_col, and the per-row parts of
+/// ⟨P, C⟩ in row_cost. The one place these are formed: the batch kernel's
+/// evaluation and the tiled route (sinkhorn.cpp) both end here.
+template <class T>
+void finalize(const SlotTable& slots, const SinkhornState<T>& state, SinkhornOutputs& out, double epsilon,
+              double tau_a, double tau_b);
+
 }  // namespace kotml::ot::detail
