@@ -534,6 +534,16 @@ KOKKOS_INLINE_FUNCTION double gradient_weight(double plan, T c, double scale, bo
   return c > T(0) ? scale * plan / static_cast<double>(c) : 0.0;
 }
 
+#ifndef KOTML_DEVICE_PASS
+/// Host: one row's plan entries in a tile (vectorised exps) and their gradient weights.
+template <class T>
+inline void gradient_weights_host(const T* c, const T* h, std::int64_t width, T u, T s, double scale, bool squared,
+                                  T* plan, double* w) {
+  plan_row_host(c, h, width, u, s, plan);
+  for (std::int64_t k = 0; k < width; ++k) w[k] = gradient_weight(static_cast<double>(plan[k]), c[k], scale, squared);
+}
+#endif
+
 /// ∂/∂x_i = Σ_j w_ij (x_i − y_j) for this rank's rows (one team per row tile,
 /// column tiles in order), into out (local rows × d, zeroed by the caller).
 /// Per tile and row the host sums over the tile's columns per coordinate, then
@@ -566,10 +576,7 @@ struct RowGradientSweep {
       (void)team;
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t r = I * tile_rows + i;
-        const T* c = tile + i * tile_cols;
-        plan_row_host(c, h.data() + col0, width, u(r), s, plan);
-        for (std::int64_t k = 0; k < width; ++k)
-          w[k] = gradient_weight(static_cast<double>(plan[k]), c[k], scale, squared);
+        gradient_weights_host(tile + i * tile_cols, h.data() + col0, width, u(r), s, scale, squared, plan, w);
         for (int q = 0; q < dim; ++q) {
           const double xq = static_cast<double>(costs.x(r, q));
           const T* yq = y + q * tile_cols;
@@ -640,10 +647,7 @@ struct ColumnGradientSweep {
       for (std::int64_t e = 0; e < static_cast<std::int64_t>(dim) * tile_cols; ++e) acc[e] = 0;
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t r = I * tile_rows + i;
-        const T* c = tile + i * tile_cols;
-        plan_row_host(c, h.data() + col0, width, u(r), s, plan);
-        for (std::int64_t k = 0; k < width; ++k)
-          w[k] = gradient_weight(static_cast<double>(plan[k]), c[k], scale, squared);
+        gradient_weights_host(tile + i * tile_cols, h.data() + col0, width, u(r), s, scale, squared, plan, w);
         for (int q = 0; q < dim; ++q) {
           const double xq = static_cast<double>(costs.x(r, q));
           const T* yq = y + q * tile_cols;
