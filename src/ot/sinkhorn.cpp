@@ -215,6 +215,12 @@ void set_scalar(const Vector<T>& view, std::int64_t u, T value) {
   Kokkos::deep_copy(Kokkos::subview(view, u), value);
 }
 
+/// A cloud's points (rows of the pool).
+template <class T>
+Matrix<const T> cloud_points(const CloudBatch<T>& clouds, const CloudRange& cloud) {
+  return Kokkos::subview(clouds.points(), std::make_pair(cloud.point_begin, cloud.point_begin + cloud.size), Kokkos::ALL);
+}
+
 /// The tiled engine (tiled_sinkhorn.hpp) for one problem on `self` (this rank
 /// alone; the engine keeps a pointer to it): costs stored within the workspace,
 /// recomputed tile by tile otherwise; the tolerance checked every check_every
@@ -228,10 +234,6 @@ std::unique_ptr<TiledSinkhorn<T>> tiled_engine(const dist::Comm& self, const Clo
   Vector<double> b_device(no_init("kotml::ot::tiled_b"), b.size());
   copy_into(a_device, 0, a);
   copy_into(b_device, 0, b);
-  const auto rows_of = [&](const CloudRange& c) {
-    return Matrix<const T>(Kokkos::subview(clouds.points(), std::make_pair(c.point_begin, c.point_begin + c.size),
-                                           Kokkos::ALL));
-  };
   PointCost point_cost;
   point_cost.kind = cost;
   TiledSinkhornOptions tiled;
@@ -244,8 +246,8 @@ std::unique_ptr<TiledSinkhorn<T>> tiled_engine(const dist::Comm& self, const Clo
   tiled.cost_memory = options.workspace_bytes;
   tiled.domain = options.domain;
   return std::make_unique<TiledSinkhorn<T>>(self, RowBlock::of(source.size, 1, 0),
-                                            TiledPoints<T>{rows_of(source), a_device, {}},
-                                            TiledPoints<T>{rows_of(target), b_device, {}}, point_cost, tiled);
+                                            TiledPoints<T>{cloud_points(clouds, source), a_device, {}},
+                                            TiledPoints<T>{cloud_points(clouds, target), b_device, {}}, point_cost, tiled);
 }
 
 /// Potentials between this solver's convention (P = a b exp((f + g − C)/ε))
@@ -308,10 +310,29 @@ void solve_in_tiles(const CloudBatch<T>& clouds, const Pair& pair, Cost cost, co
   const BatchLayout& layout = result.layout;
   const CloudRange& source = clouds.cloud(pair.source);
   const CloudRange& target = clouds.cloud(pair.target);
+  // Non-finite points (a diverged metric) get what the batch kernel gives
+  // them, a numerical_error and a non-finite cost, for the caller to name the
+  // cause (--entropic-reg, --lr); the engine would refuse them as bad input.
+  const auto numerical_error = [&]() {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    set_scalar(out.cost, u, nan);
+    set_scalar(out.objective, u, nan);
+    set_scalar(out.marginal_error, u, nan);
+    set_scalar(out.status, u, static_cast<std::int32_t>(SolveStatus::numerical_error));
+  };
+  if (count_non_finite(cloud_points(clouds, source)) + count_non_finite(cloud_points(clouds, target)) > 0)
+    return numerical_error();
   const std::vector<double> a = cloud_weights(clouds, source, options.balanced());
   const std::vector<double> b = cloud_weights(clouds, target, options.balanced());
   const dist::Comm self(MPI_COMM_SELF);
   const auto engine = tiled_engine(self, clouds, source, target, a, b, cost, options, epsilon);
+  // Likewise an ε below what T resolves for these costs, which the engine
+  // refuses as its own option (kotml ot's --epsilon).
+  try {
+    engine->epsilon();
+  } catch (const Error&) {
+    return numerical_error();
+  }
   engine->set_potentials(to_engine(host_range(state.f, layout.row_offset[u], source.size), a, epsilon),
                          to_engine(host_range(state.g, layout.col_offset[u], target.size), b, epsilon));
   const TiledSinkhornReport report = engine->solve();

@@ -82,6 +82,23 @@ void TiledSinkhornOptions::validate() const {
     throw Error::option("sinkhorn-domain", "the scaling domain needs stored costs, not --cost-storage online");
 }
 
+template <class T>
+std::int64_t count_non_finite(const Matrix<const T>& points) {
+  const std::int64_t dim = points.extent(1);
+  std::int64_t bad = 0;
+  Kokkos::parallel_reduce(
+      "kotml::ot::count_non_finite", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i, std::int64_t& count) {
+        for (std::int64_t k = 0; k < dim; ++k)
+          if (!kmath::isfinite(points(i, k))) ++count;
+      },
+      bad);
+  return bad;
+}
+
+template std::int64_t count_non_finite<float>(const Matrix<const float>&);
+template std::int64_t count_non_finite<double>(const Matrix<const double>&);
+
 std::size_t default_cost_memory(const dist::Comm& comm) {
   std::size_t available = std::size_t(4) << 30;
   std::ifstream meminfo("/proc/meminfo");
@@ -155,20 +172,6 @@ Vector<T> pack_columns(const Matrix<const T>& y, std::int64_t col_tiles) {
         for (std::int64_t k = 0; k < dim; ++k) packed((J * dim + k) * tile_cols + c) = y(j, k);
       });
   return packed;
-}
-
-template <class T>
-std::int64_t count_non_finite(const Matrix<const T>& points) {
-  const std::int64_t dim = points.extent(1);
-  std::int64_t bad = 0;
-  Kokkos::parallel_reduce(
-      "kotml::ot::tiled_check_points", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i, std::int64_t& count) {
-        for (std::int64_t k = 0; k < dim; ++k)
-          if (!kmath::isfinite(points(i, k))) ++count;
-      },
-      bad);
-  return bad;
 }
 
 /// The largest squared norm of a point set's rows (double), 0 when empty.
@@ -901,9 +904,9 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
                                std::to_string(dim));
     if (static_cast<std::int64_t>(x.weights.extent(0)) != n_local || static_cast<std::int64_t>(y.weights.extent(0)) != s.m)
       throw Error("", "weights", "need one weight per point on each side");
-    if (detail::count_non_finite(x.points) > 0)
+    if (count_non_finite(x.points) > 0)
       throw Error("", "x", "has a non-finite coordinate (NaN or Inf)");
-    if (detail::count_non_finite(y.points) > 0) throw Error("", "y", "has a non-finite coordinate (NaN or Inf)");
+    if (count_non_finite(y.points) > 0) throw Error("", "y", "has a non-finite coordinate (NaN or Inf)");
     if (cost.label.active()) {
       if (static_cast<std::int64_t>(x.labels.extent(0)) != n_local ||
           static_cast<std::int64_t>(y.labels.extent(0)) != s.m)

@@ -228,6 +228,11 @@ TEST(LearnCli, BadInputIsOneLineExitTwo) {
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2",
                               "--epochs", "1", "--entropic-reg", "1e-300"}, 2),
                    "raise --entropic-reg");
+  // The same with every pair on the tiled engine, which refuses such an
+  // epsilon as its own option (kotml ot's --epsilon) when called directly.
+  expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--n-comps", "2",
+                              "--epochs", "1", "--entropic-reg", "1e-300", "--cost-memory", "1"}, 2),
+                   "raise --entropic-reg");
   expect_one_error(run_kotml({"test", toy_file(), "--n-cells", "all", "--metric", "learned"}), "--model");
   expect_one_error(run_kotml({"train", toy_file(), "--n-cells", "all", "--out", out.path(), "--restart"}), "no checkpoint");
   EXPECT_FALSE(std::filesystem::exists(out.file("results.h5")));

@@ -508,6 +508,25 @@ void check_tiled_route(Cost cost, double tau, SinkhornDomain domain) {
   }
 }
 
+// A non-finite point (a diverged metric, in training) is a numerical error of
+// its problem in the batch kernel and in tiles alike, not an exception: the
+// caller names the cause.
+TEST(Sinkhorn, NonFinitePointsAreANumericalErrorInTilesToo) {
+  RandomBatch rb;
+  rb.points[0][4] = std::nan("");
+  auto clouds = rb.clouds<double>({0, 1});
+  for (const std::size_t workspace : {std::size_t(1) << 30, std::size_t(1)}) {
+    SinkhornOptions o;
+    o.workspace_bytes = workspace;
+    o.point_gradients = true;
+    const auto s = sinkhorn<double>(clouds, {{0, 1}, {1, 1}}, Cost::sqeuclidean, o).summaries();
+    EXPECT_EQ(s[0].status, SolveStatus::numerical_error) << "workspace " << workspace;
+    EXPECT_FALSE(std::isfinite(s[0].cost)) << "workspace " << workspace;
+    EXPECT_NE(s[1].status, SolveStatus::numerical_error) << "workspace " << workspace;
+    EXPECT_TRUE(std::isfinite(s[1].cost)) << "workspace " << workspace;
+  }
+}
+
 TEST(Sinkhorn, ProblemsBeyondTheWorkspaceAreSolvedInTiles) {
   for (const SinkhornDomain domain : {SinkhornDomain::log, SinkhornDomain::automatic}) {
     check_tiled_route<double>(Cost::euclidean, 1.0, domain);

@@ -262,6 +262,10 @@ class TiledSinkhorn {
 extern template class TiledSinkhorn<float>;
 extern template class TiledSinkhorn<double>;
 
+/// Coordinates of `points` that are NaN or infinite (one reduction; float and double).
+template <class T>
+std::int64_t count_non_finite(const Matrix<const T>& points);
+
 /// Bytes a rank may give to stored costs by default: a quarter of the memory
 /// available to it (MemAvailable over the ranks sharing the node).
 std::size_t default_cost_memory(const dist::Comm& comm);
