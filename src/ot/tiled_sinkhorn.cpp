@@ -360,18 +360,64 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::deep_copy(shift, host);
   }
 
-  /// Sums the per-rank fixed-point column totals over ranks; returns the
-  /// column totals in double.
-  std::vector<double> reduce_columns(const detail::Limbs& source, std::int64_t columns) {
+  /// Sums `values` fixed-point numbers (Fixed::limbs limbs each, per rank)
+  /// exactly over ranks; returns them in double.
+  template <class Fixed>
+  std::vector<double> reduce_limbs(const detail::Limbs& source, std::int64_t values) const {
     auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), source);
-    using Fixed = detail::ColumnFixed;
-    for (std::int64_t j = 0; j < columns; ++j) Fixed::carry(host.data() + j * Fixed::limbs);
+    for (std::int64_t j = 0; j < values; ++j) Fixed::carry(host.data() + j * Fixed::limbs);
     if (comm->size() > 1)
-      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(columns * Fixed::limbs), MPI_INT64_T, MPI_SUM,
+      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(values * Fixed::limbs), MPI_INT64_T, MPI_SUM,
                     comm->raw());
-    std::vector<double> total(static_cast<std::size_t>(columns));
-    for (std::int64_t j = 0; j < columns; ++j) total[static_cast<std::size_t>(j)] = Fixed::to_double(host.data() + j * Fixed::limbs);
+    std::vector<double> total(static_cast<std::size_t>(values));
+    for (std::int64_t j = 0; j < values; ++j) total[static_cast<std::size_t>(j)] = Fixed::to_double(host.data() + j * Fixed::limbs);
     return total;
+  }
+
+  /// The column totals of the sweeps (ColumnFixed), over ranks.
+  std::vector<double> reduce_columns(const detail::Limbs& source, std::int64_t columns) const {
+    return reduce_limbs<detail::ColumnFixed>(source, columns);
+  }
+
+  // ------------------------------------------------------ point gradients
+
+  /// This rank's rows of ∂/∂x (count × d), from u and h as scaled now.
+  std::vector<double> row_gradients(T inv_eps, double scale, bool squared) const {
+    const int dim = data.dim;
+    Matrix<double> out("kotml::ot::tiled_row_gradients", std::max<std::int64_t>(rows.count, 1), dim);
+    detail::RowGradientSweep<T> sweep{data, u, h, inv_eps, scale, squared, out};
+    Kokkos::parallel_for("kotml::ot::tiled_row_gradients", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
+                         sweep);
+    Kokkos::fence();
+    const auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), out);
+    return std::vector<double>(host.data(), host.data() + rows.count * dim);
+  }
+
+  /// Every column of ∂/∂y (m × d), summed exactly over ranks; column tiles in
+  /// chunks, so the limbs stay near 64 MiB whatever m is.
+  std::vector<double> column_gradients(T inv_eps, double scale, bool squared) const {
+    using Fixed = detail::GradientFixed;
+    const int dim = data.dim;
+    const std::int64_t per_tile = tile_cols * dim * Fixed::limbs;
+    const std::int64_t chunk = std::max<std::int64_t>(
+        1, (std::int64_t(64) << 20) / (per_tile * static_cast<std::int64_t>(sizeof(std::int64_t))));
+    std::vector<double> out(static_cast<std::size_t>(m * dim), 0.0);
+    for (std::int64_t first = 0; first < data.col_tiles; first += chunk) {
+      const std::int64_t tiles = std::min(chunk, data.col_tiles - first);
+      detail::Limbs limbs("kotml::ot::tiled_column_gradient_limbs", tiles * per_tile);
+      detail::ColumnGradientSweep<T> sweep{data, u, h, inv_eps, scale, squared, first, limbs};
+      Kokkos::parallel_for("kotml::ot::tiled_column_gradients", detail::tile_policy(tiles, sweep.scratch_bytes(dim)),
+                           sweep);
+      Kokkos::fence();
+      const auto sums = reduce_limbs<Fixed>(limbs, tiles * tile_cols * dim);
+      const std::int64_t col0 = first * tile_cols;
+      const std::int64_t cols = std::min(tiles * tile_cols, m - col0);
+      std::copy(sums.begin(), sums.begin() + cols * dim, out.begin() + col0 * dim);
+    }
+    for (const double v : out)
+      if (!(std::fabs(v) < std::ldexp(1.0, Fixed::highest_exponent)))
+        throw Error("", "plan", "a column gradient is not finite or too large to be held exactly");
+    return out;
   }
 
   /// Turns shifted totals into log-sum-exps; false if a total is out of range.
@@ -1177,22 +1223,17 @@ PlanBlockSums TiledSinkhorn<T>::block_sums(const std::vector<std::int32_t>& row_
   Kokkos::parallel_for("kotml::ot::tiled_block_sums",
                        detail::tile_policy(s.data.row_tiles, sweep.scratch_bytes(blocks)), sweep);
   Kokkos::fence();
-  auto host_limbs = Kokkos::create_mirror_view_and_copy(HostSpace(), limbs);
+  const auto sums = s.reduce_limbs<detail::BlockFixed>(limbs, blocks * 3);
   auto host_count = Kokkos::create_mirror_view_and_copy(HostSpace(), count);
-  using Fixed = detail::BlockFixed;
-  for (std::int64_t k = 0; k < blocks * 3; ++k) Fixed::carry(host_limbs.data() + k * Fixed::limbs);
-  if (s.comm->size() > 1) {
-    MPI_Allreduce(MPI_IN_PLACE, host_limbs.data(), static_cast<int>(host_limbs.extent(0)), MPI_INT64_T, MPI_SUM,
-                  s.comm->raw());
+  if (s.comm->size() > 1)
     MPI_Allreduce(MPI_IN_PLACE, host_count.data(), static_cast<int>(blocks), MPI_INT64_T, MPI_SUM, s.comm->raw());
-  }
   PlanBlockSums out;
   out.row_groups = n_row_groups;
   out.col_groups = n_col_groups;
   for (std::int64_t b = 0; b < blocks; ++b) {
-    out.mass.push_back(Fixed::to_double(host_limbs.data() + (3 * b) * Fixed::limbs));
-    out.cost.push_back(Fixed::to_double(host_limbs.data() + (3 * b + 1) * Fixed::limbs));
-    out.plain_cost.push_back(Fixed::to_double(host_limbs.data() + (3 * b + 2) * Fixed::limbs));
+    out.mass.push_back(sums[static_cast<std::size_t>(3 * b)]);
+    out.cost.push_back(sums[static_cast<std::size_t>(3 * b + 1)]);
+    out.plain_cost.push_back(sums[static_cast<std::size_t>(3 * b + 2)]);
     out.count.push_back(host_count(b));
   }
   return out;
@@ -1212,48 +1253,7 @@ TiledPointGradients TiledSinkhorn<T>::point_gradients() {
   const double lambda = s.cost.feature_weight;
   const double scale = squared ? 2 * lambda : lambda * lambda;
   const T inv_eps = static_cast<T>(1.0 / eps);
-  const int dim = s.data.dim;
-  TiledPointGradients out;
-
-  Matrix<double> rows("kotml::ot::tiled_row_gradients", std::max<std::int64_t>(s.rows.count, 1), dim);
-  detail::RowGradientSweep<T> row_sweep{s.data, s.u, s.h, inv_eps, scale, squared, rows};
-  Kokkos::parallel_for("kotml::ot::tiled_row_gradients",
-                       detail::tile_policy(s.data.row_tiles, row_sweep.scratch_bytes()), row_sweep);
-  Kokkos::fence();
-  const auto host_rows = Kokkos::create_mirror_view_and_copy(HostSpace(), rows);
-  out.rows.assign(host_rows.data(), host_rows.data() + s.rows.count * dim);
-
-  // Column tiles in chunks, so the limbs stay near 64 MiB whatever m is.
-  using Fixed = detail::GradientFixed;
-  const std::int64_t per_tile = detail::tile_cols * dim * Fixed::limbs;
-  const std::int64_t chunk =
-      std::max<std::int64_t>(1, (std::int64_t(64) << 20) / (per_tile * static_cast<std::int64_t>(sizeof(std::int64_t))));
-  out.cols.assign(static_cast<std::size_t>(s.m * dim), 0.0);
-  bool held = true;
-  for (std::int64_t first = 0; first < s.data.col_tiles; first += chunk) {
-    const std::int64_t tiles = std::min(chunk, s.data.col_tiles - first);
-    detail::Limbs limbs("kotml::ot::tiled_column_gradient_limbs", tiles * per_tile);
-    detail::ColumnGradientSweep<T> sweep{s.data, s.u, s.h, inv_eps, scale, squared, first, limbs};
-    Kokkos::parallel_for("kotml::ot::tiled_column_gradients",
-                         detail::tile_policy(tiles, sweep.scratch_bytes(dim)), sweep);
-    Kokkos::fence();
-    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), limbs);
-    const std::int64_t values = tiles * detail::tile_cols * dim;
-    for (std::int64_t v = 0; v < values; ++v) Fixed::carry(host.data() + v * Fixed::limbs);
-    if (s.comm->size() > 1)
-      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(tiles * per_tile), MPI_INT64_T, MPI_SUM,
-                    s.comm->raw());
-    const std::int64_t col0 = first * detail::tile_cols;
-    const std::int64_t cols = std::min(tiles * detail::tile_cols, s.m - col0);
-    for (std::int64_t j = 0; j < cols * dim; ++j) {
-      const double v = Fixed::to_double(host.data() + j * Fixed::limbs);
-      if (!(std::fabs(v) < std::ldexp(1.0, Fixed::highest_exponent))) held = false;
-      out.cols[static_cast<std::size_t>(col0 * dim + j)] = v;
-    }
-  }
-  if (!held)
-    throw Error("", "plan", "a column gradient is not finite or too large to be held exactly");
-  return out;
+  return {s.row_gradients(inv_eps, scale, squared), s.column_gradients(inv_eps, scale, squared)};
 }
 
 template class TiledSinkhorn<float>;
