@@ -1223,7 +1223,7 @@ PlanBlockSums TiledSinkhorn<T>::block_sums(const std::vector<std::int32_t>& row_
   Kokkos::parallel_for("kotml::ot::tiled_block_sums",
                        detail::tile_policy(s.data.row_tiles, sweep.scratch_bytes(blocks)), sweep);
   Kokkos::fence();
-  const auto sums = s.reduce_limbs<detail::BlockFixed>(limbs, blocks * 3);
+  const auto sums = s.template reduce_limbs<detail::BlockFixed>(limbs, blocks * 3);
   auto host_count = Kokkos::create_mirror_view_and_copy(HostSpace(), count);
   if (s.comm->size() > 1)
     MPI_Allreduce(MPI_IN_PLACE, host_count.data(), static_cast<int>(blocks), MPI_INT64_T, MPI_SUM, s.comm->raw());
