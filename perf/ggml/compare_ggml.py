@@ -23,7 +23,16 @@ BUILD_DIR holds a kotml build (BUILD_DIR/src/kotml). What it does:
      and 1 or 2 ranks with --lr-scaling linear: global batch, epoch time and the
      held-out triplet loss (test_loss of metrics.csv);
   4. prints markdown tables naming the machine, with each kotml rank's peak
-     resident memory (/usr/bin/time around every rank).
+     resident memory (/usr/bin/time around every rank) and GGML-OT's (VmHWM of
+     the process that trained and evaluated).
+
+--batch-size N gives both tools stratified mini-batches of N donors in pairs
+mode (kotml --batch-size, GGML-OT batch_size; both samplers give each class
+max(1, round(N·n_c/donors)) donors per batch), so an epoch is several optimiser
+steps on each side. Without it both train on one full batch per epoch (their
+defaults). GGML-OT keeps the autograd graph of every pair of a batch until the
+backward pass, so its memory grows with the pairs of one batch: at 1000 cells
+per donor the full batch of 60 training donors passed 23 GB.
 
 Timing: epoch time is the wall time of the batch loop (both tools measure the
 same thing: triplets, OT solves, gradient, Adam step), mean over epochs and
@@ -116,13 +125,15 @@ def mpirun(ranks):
     return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"]
 
 
-def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=()):
+def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=(), batch_size=None):
     _, n_cells, normalize, n_comps, n_splits, reg, use_rep = CASES[case]
     # Each rank runs under /usr/bin/time: its peak resident memory.
     cmd = mpirun(ranks) + ["/usr/bin/time", "-f", "kotml-peak-rss-kb %M",
                            kotml, "train-test", path, "--n-cells", str(n_cells), "--n-comps", str(n_comps),
                            "--n-splits", str(n_splits), "--epochs", str(epochs), "--stop-thr", "0",
                            "--entropic-reg", str(reg), "--out", out, *extra]
+    if batch_size:
+        cmd += ["--batch-size", str(batch_size)]
     if normalize:
         cmd.append("--normalize")
     if use_rep:
@@ -142,7 +153,7 @@ def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=()):
             "cpu": cpu, "test_loss": test_loss, "splits": splits, "peak_mb": max(peak_mb) if peak_mb else float("nan")}
 
 
-def ggml_train_test(path, case, epochs, splits, threads):
+def ggml_train_test(path, case, epochs, splits, threads, batch_size=None):
     import anndata
     import ggml_ot
     import ggml_ot.benchmark.evaluation as evaluation
@@ -175,15 +186,27 @@ def ggml_train_test(path, case, epochs, splits, threads):
         kwargs = dict(n_comps=n_comps, max_iter=epochs, stop_thr=None)
         if reg > 0:
             kwargs["entropic_reg"] = reg
+        if batch_size:
+            kwargs["batch_size"] = batch_size
         _, df = ggml_ot.train_test(dataset, n_splits=n_splits, train_size=0.6, scoring=("knn", "mi", "ari", "vi"),
                                    plot_split=False, plot_type=False, print_table=False, **kwargs)
     finally:
         evaluation.train = original_train
     return {"knn": float(df[("knn", "mean")].iloc[0]), "ari": float(df[("ari", "mean")].iloc[0]),
-            "wall": float(df[("epoch_time(s)", "mean")].iloc[0]), "cpu": float(np.mean(cpu_per_epoch))}
+            "wall": float(df[("epoch_time(s)", "mean")].iloc[0]), "cpu": float(np.mean(cpu_per_epoch)),
+            "peak_mb": peak_resident_mb()}
 
 
-def ggml_isolated(path, case, epochs, splits, threads):
+def peak_resident_mb():
+    """This process's peak resident memory (VmHWM), in MB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def ggml_isolated(path, case, epochs, splits, threads, batch_size=None):
     """ggml_train_test in a forked child, so that GGML-OT killed for memory
     (the kernel's OOM killer sends SIGKILL) is reported, not fatal."""
     import multiprocessing
@@ -192,7 +215,7 @@ def ggml_isolated(path, case, epochs, splits, threads):
     queue = context.Queue()
 
     def child():
-        queue.put(ggml_train_test(path, case, epochs, splits, threads))
+        queue.put(ggml_train_test(path, case, epochs, splits, threads, batch_size))
 
     process = context.Process(target=child)
     process.start()
@@ -200,7 +223,8 @@ def ggml_isolated(path, case, epochs, splits, threads):
     if process.exitcode != 0:
         why = "killed (SIGKILL: out of memory?)" if process.exitcode == -9 else f"exit {process.exitcode}"
         print(f"GGML-OT {case}: {why}", file=sys.stderr, flush=True)
-        return {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "note": f" ({why})"}
+        return {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "peak_mb": float("nan"),
+                "note": f" ({why})"}
     return dict(queue.get(), note="")
 
 
@@ -213,6 +237,8 @@ def main():
     parser.add_argument("--skip-ggml", action="store_true")
     parser.add_argument("--skip-batches", action="store_true")
     parser.add_argument("--batch-sizes", default="8,16")
+    parser.add_argument("--batch-size", type=int,
+                        help="pairs mode: donors per stratified batch on both sides (default: one full batch)")
     parser.add_argument("--ggml-threads", default="1",
                         help="comma-separated GGML-OT thread counts (settings.n_threads), e.g. 1,2; 2 adds a table against kotml on 2 ranks")
     args = parser.parse_args()
@@ -224,27 +250,31 @@ def main():
         make_every_cell_input(kotml, folder, name)
     version, _ = run([kotml, "--version"])
     print(f"machine: {describe_machine()}\nkotml: {version.splitlines()[0]}; {version.splitlines()[1]}")
-    print(f"epochs per split: {args.epochs}, no early stop on either side; "
+    batching = f"batches of {args.batch_size} donors" if args.batch_size else "one full batch per epoch"
+    print(f"epochs per split: {args.epochs}, no early stop on either side, {batching}; "
           f"GGML-OT on {', '.join(map(str, ggml_threads))} thread(s)\n")
     rows = []
-    missing = {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "note": ""}
+    missing = {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "peak_mb": float("nan"), "note": ""}
     # Each case's row prints as soon as it is measured: a later case may take
     # GGML-OT past the machine's memory.
     print("| case | GGML-OT knn | kotml knn | GGML-OT s/epoch | kotml 1 rank s/epoch | speedup | "
           "GGML-OT cpu s/epoch | kotml cpu s/epoch | cpu ratio | kotml 2 ranks s/epoch | 1→2 efficiency | "
-          "kotml peak RSS per rank, 1 / 2 ranks (MB) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+          "kotml peak RSS per rank, 1 / 2 ranks (MB) | GGML-OT peak RSS (MB) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for case in args.cases.split(","):
         path = os.path.join(folder, CASES[case][0])
-        one = kotml_train_test(kotml, path, case, args.epochs, 1, os.path.join(folder, f"{case}_np1"))
-        two = kotml_train_test(kotml, path, case, args.epochs, 2, os.path.join(folder, f"{case}_np2"))
-        peers = {} if args.skip_ggml else {t: ggml_isolated(path, case, args.epochs, one["splits"], t)
+        one = kotml_train_test(kotml, path, case, args.epochs, 1, os.path.join(folder, f"{case}_np1"),
+                               batch_size=args.batch_size)
+        two = kotml_train_test(kotml, path, case, args.epochs, 2, os.path.join(folder, f"{case}_np2"),
+                               batch_size=args.batch_size)
+        peers = {} if args.skip_ggml else {t: ggml_isolated(path, case, args.epochs, one["splits"], t, args.batch_size)
                                            for t in ggml_threads}
         rows.append((case, one, two, peers))
         g = peers.get(1, missing)
         print(f"| {case} | {g['knn']:.2f} | {one['knn']:.2f} | {g['wall']:.3f}{g['note']} | {one['wall']:.4f} | "
               f"{g['wall'] / one['wall']:.1f}x | {g['cpu']:.3f} | {one['cpu']:.4f} | {g['cpu'] / one['cpu']:.1f}x | "
-              f"{two['wall']:.4f} | {one['wall'] / (2 * two['wall']):.0%} | {one['peak_mb']:.0f} / {two['peak_mb']:.0f} |",
+              f"{two['wall']:.4f} | {one['wall'] / (2 * two['wall']):.0%} | {one['peak_mb']:.0f} / {two['peak_mb']:.0f} | "
+              f"{g['peak_mb']:.0f} |",
               flush=True)
         print(f"done {case}", file=sys.stderr, flush=True)
 
