@@ -86,6 +86,8 @@ CASES = {
     "scrna100x500-sinkhorn": ("scrna100x500.h5ad", 500, False, 5, 1, 0.5, "X_pca"),
 }
 DEFAULT_CASES = ["toy2d-emd", "toy2d-sinkhorn", "scrna-emd", "scrna-sinkhorn"]
+# A GGML-OT row that was not measured (not asked for, or killed).
+NO_RESULT = {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "peak_mb": float("nan"), "note": ""}
 
 
 def run(cmd, **kw):
@@ -125,15 +127,13 @@ def mpirun(ranks):
     return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"]
 
 
-def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=(), batch_size=None):
+def kotml_train_test(kotml, path, case, epochs, ranks, out, extra=()):
     _, n_cells, normalize, n_comps, n_splits, reg, use_rep = CASES[case]
     # Each rank runs under /usr/bin/time: its peak resident memory.
     cmd = mpirun(ranks) + ["/usr/bin/time", "-f", "kotml-peak-rss-kb %M",
                            kotml, "train-test", path, "--n-cells", str(n_cells), "--n-comps", str(n_comps),
                            "--n-splits", str(n_splits), "--epochs", str(epochs), "--stop-thr", "0",
                            "--entropic-reg", str(reg), "--out", out, *extra]
-    if batch_size:
-        cmd += ["--batch-size", str(batch_size)]
     if normalize:
         cmd.append("--normalize")
     if use_rep:
@@ -223,8 +223,7 @@ def ggml_isolated(path, case, epochs, splits, threads, batch_size=None):
     if process.exitcode != 0:
         why = "killed (SIGKILL: out of memory?)" if process.exitcode == -9 else f"exit {process.exitcode}"
         print(f"GGML-OT {case}: {why}", file=sys.stderr, flush=True)
-        return {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "peak_mb": float("nan"),
-                "note": f" ({why})"}
+        return dict(NO_RESULT, note=f" ({why})")
     return dict(queue.get(), note="")
 
 
@@ -254,7 +253,7 @@ def main():
     print(f"epochs per split: {args.epochs}, no early stop on either side, {batching}; "
           f"GGML-OT on {', '.join(map(str, ggml_threads))} thread(s)\n")
     rows = []
-    missing = {"knn": float("nan"), "wall": float("nan"), "cpu": float("nan"), "peak_mb": float("nan"), "note": ""}
+    batch_option = ("--batch-size", str(args.batch_size)) if args.batch_size else ()
     # Each case's row prints as soon as it is measured: a later case may take
     # GGML-OT past the machine's memory.
     print("| case | GGML-OT knn | kotml knn | GGML-OT s/epoch | kotml 1 rank s/epoch | speedup | "
@@ -263,14 +262,12 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for case in args.cases.split(","):
         path = os.path.join(folder, CASES[case][0])
-        one = kotml_train_test(kotml, path, case, args.epochs, 1, os.path.join(folder, f"{case}_np1"),
-                               batch_size=args.batch_size)
-        two = kotml_train_test(kotml, path, case, args.epochs, 2, os.path.join(folder, f"{case}_np2"),
-                               batch_size=args.batch_size)
+        one = kotml_train_test(kotml, path, case, args.epochs, 1, os.path.join(folder, f"{case}_np1"), batch_option)
+        two = kotml_train_test(kotml, path, case, args.epochs, 2, os.path.join(folder, f"{case}_np2"), batch_option)
         peers = {} if args.skip_ggml else {t: ggml_isolated(path, case, args.epochs, one["splits"], t, args.batch_size)
                                            for t in ggml_threads}
         rows.append((case, one, two, peers))
-        g = peers.get(1, missing)
+        g = peers.get(1, NO_RESULT)
         print(f"| {case} | {g['knn']:.2f} | {one['knn']:.2f} | {g['wall']:.3f}{g['note']} | {one['wall']:.4f} | "
               f"{g['wall'] / one['wall']:.1f}x | {g['cpu']:.3f} | {one['cpu']:.4f} | {g['cpu'] / one['cpu']:.1f}x | "
               f"{two['wall']:.4f} | {one['wall'] / (2 * two['wall']):.0%} | {one['peak_mb']:.0f} / {two['peak_mb']:.0f} | "
@@ -286,7 +283,7 @@ def main():
         print("| case | GGML-OT knn | GGML-OT s/epoch | kotml s/epoch | speedup |")
         print("|---|---|---|---|---|")
         for case, one, two, peers in rows:
-            g = peers.get(threads, missing)
+            g = peers.get(threads, NO_RESULT)
             ours = two if threads == 2 else {"wall": float("nan")}
             print(f"| {case} | {g['knn']:.2f} | {g['wall']:.3f} | {ours['wall']:.4f} | {g['wall'] / ours['wall']:.1f}x |")
 
