@@ -1,9 +1,10 @@
-// One result on every CPU: each host SIMD kernel (KOTML_SIMD_DISPATCHED,
-// kotml/core/simd_levels.hpp) is run at every level this CPU has, on the same
+// One result on every CPU: each host SIMD kernel (KOTML_SIMD_DISPATCHED and
+// KOTML_SIMD_DISPATCH_TO, kotml/core/simd_levels.hpp) is run at every level this CPU has, on the same
 // inputs, and its outputs must equal the baseline copy's bit for bit. Then a
 // whole tiled Sinkhorn solve (tile products, cost formulas, row and column
 // log-sum-exps) is run at each level and its potentials compared the same way.
-// Inputs cover vector tails (lengths around 8 and 16), NaN/±∞ shift guesses,
+// Inputs cover vector tails (lengths around 8 and 16; 45 is the pricing scan's
+// four accumulators, one vector more and a tail), NaN/±∞ shift guesses,
 // ties in the pricing scan, zero costs in the gradient and all three costs.
 
 #include <gtest/gtest.h>
@@ -76,7 +77,7 @@ void append(Outputs& out, const std::vector<T>& values) {
   for (const T v : values) out.push_back(static_cast<double>(v));
 }
 
-const std::int64_t lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100, 1001};
+const std::int64_t lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 45, 64, 100, 1001};
 
 TEST(SimdLevels, ScopedLevelChoosesTheActiveLevel) {
   const auto before = simd::active();

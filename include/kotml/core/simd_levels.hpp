@@ -14,6 +14,13 @@
 //
 // defines `ret name(params)` returning body-expression, compiled per level.
 // The body is an always_inline template, so that each level inlines its own.
+//
+//   KOTML_SIMD_DISPATCH_TO(ret, name, (params), (args), v4_fn, v3_fn, baseline_fn)
+//
+// defines `ret name(params)` calling a kernel written per level, for loops
+// whose best form differs by level (intrinsics of one ISA): v4_fn and v3_fn
+// carry their own target attributes and exist only where KOTML_SIMD_HAS_LEVELS
+// is 1; elsewhere name calls baseline_fn.
 
 #include <atomic>
 
@@ -68,8 +75,18 @@ class ScopedLevel {
       default: return name##_baseline args;                                                          \
     }                                                                                                \
   }
+#define KOTML_SIMD_DISPATCH_TO(ret, name, params, args, v4_fn, v3_fn, baseline_fn) \
+  ret name params {                                                              \
+    switch (::kotml::simd::active()) {                                           \
+      case ::kotml::simd::Level::x86_64_v4: return v4_fn args;                   \
+      case ::kotml::simd::Level::x86_64_v3: return v3_fn args;                   \
+      default: return baseline_fn args;                                          \
+    }                                                                            \
+  }
 #else
 #define KOTML_SIMD_HAS_LEVELS 0
 #define KOTML_SIMD_DISPATCHED(ret, name, params, args, ...) \
   ret name params { return __VA_ARGS__; }
+#define KOTML_SIMD_DISPATCH_TO(ret, name, params, args, v4_fn, v3_fn, baseline_fn) \
+  ret name params { return baseline_fn args; }
 #endif
