@@ -243,17 +243,32 @@ class DijkstraDistances final : public DistanceProvider {
 // --------------------------------------------------------------------- landmark
 class LandmarkDistances final : public DistanceProvider {
  public:
-  explicit LandmarkDistances(DistanceBlock embedding) : z_(embedding) {}
+  LandmarkDistances(DistanceBlock embedding, const dist::Comm& comm)
+      : z_(embedding), own_(plan_rows(embedding.extent(0), comm.size(), comm.rank())), comm_(&comm) {}
   std::int64_t size() const override { return z_.extent(0); }
   std::int64_t dijkstra_runs() const override { return z_.extent(1); }
 
+  /// Own rows are computed here. All rows (the target side, which every rank
+  /// needs whole) are split: each rank computes its plan rows and the blocks are
+  /// gathered, so this phase shrinks with the ranks instead of being repeated.
+  /// Each row's values do not depend on who computes it.
   void distances(const std::vector<NodeId>& anchors, std::int64_t first_row,
                  DistanceBlock block) override {
-    embedding_distances(z_, to_device(anchors), first_row, block);
+    const Ids a = to_device(anchors);
+    const auto n = static_cast<std::int64_t>(z_.extent(0));
+    if (comm_->size() == 1 || first_row != 0 || static_cast<std::int64_t>(block.extent(0)) != n) {
+      embedding_distances(z_, a, first_row, block);
+      return;
+    }
+    DistanceBlock local(no_init("kotml::gw::own_landmark_rows"), own_.end - own_.begin, anchors.size());
+    embedding_distances(z_, a, own_.begin, local);
+    allgather_block(*comm_, local, block);
   }
 
  private:
   DistanceBlock z_;  // n × L: distance of each node to each landmark
+  dist::Block own_;
+  const dist::Comm* comm_;
 };
 
 }  // namespace
@@ -311,11 +326,11 @@ std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpa
 }
 
 std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks) {
+                                                    std::int64_t landmarks, const dist::Comm& comm) {
   const auto lm = graph::farthest_point_landmarks(g, landmarks);
   DistanceBlock z(no_init("kotml::gw::landmark_embedding"), g.n, lm.nodes.size());
   transpose_to_float(lm.distances, z);
-  return std::make_unique<LandmarkDistances>(z);
+  return std::make_unique<LandmarkDistances>(z, comm);
 }
 
 }  // namespace kotml::gw

@@ -61,8 +61,10 @@ std::unique_ptr<DistanceProvider> precomputed_from_matrix(std::int64_t n,
 std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpace>& g,
                                                     std::int64_t cache_rows,
                                                     const dist::Comm& comm);
-/// landmark: min(landmarks, n) farthest-point landmarks from node 0.
+/// landmark: min(landmarks, n) farthest-point landmarks from node 0. The
+/// landmark embedding is built on every rank; requests for all rows are split
+/// over the ranks and gathered. Collective.
 std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks);
+                                                    std::int64_t landmarks, const dist::Comm& comm);
 
 }  // namespace kotml::gw
