@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <new>
 #include <set>
@@ -211,6 +212,27 @@ std::vector<double> Comm::allgatherv(const std::vector<double>& local) const {
 
 std::vector<std::int64_t> Comm::allgatherv(const std::vector<std::int64_t>& local) const {
   return allgatherv_impl(local, MPI_INT64_T, comm_, size_);
+}
+
+void Comm::allgatherv(const float* local, std::int64_t count, float* all, std::int64_t all_count) const {
+  // A block past MPI's int counts is sent as −1, so that every rank sees it and
+  // throws, rather than one rank alone leaving the others in the collective.
+  const int mine = count <= std::numeric_limits<int>::max() ? static_cast<int>(count) : -1;
+  std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
+  std::int64_t total = 0;
+  bool representable = true;
+  for (int r = 0; r < size_; ++r) {
+    displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    representable = representable && counts[static_cast<std::size_t>(r)] >= 0;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  if (!representable || total > std::numeric_limits<int>::max())
+    throw InternalError("allgatherv: the ranks' blocks pass the int range of MPI counts");
+  if (total != all_count)
+    throw InternalError("allgatherv: the ranks' blocks total " + std::to_string(total) + " values, the buffer holds " +
+                        std::to_string(all_count));
+  MPI_Allgatherv(local, mine, MPI_FLOAT, all, counts.data(), displs.data(), MPI_FLOAT, comm_);
 }
 
 std::vector<std::string> Comm::allgather_strings(const std::string& local) const {

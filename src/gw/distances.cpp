@@ -84,12 +84,13 @@ void transpose_to_float(Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> la
 }
 
 /// A block gathered in rank order is in global row order (blocks are contiguous).
+/// Straight into `all` where it is host memory: the gathers repeat every GW
+/// iteration, and buffers allocated per call cost page faults each time.
 void allgather_block(const dist::Comm& comm, DistanceBlock local, DistanceBlock all) {
-  auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), local);
-  const std::vector<double> mine(h.data(), h.data() + h.size());
-  const auto gathered = comm.allgatherv(mine);
+  auto local_h = Kokkos::create_mirror_view_and_copy(HostSpace(), local);
   auto all_h = Kokkos::create_mirror_view(all);
-  for (std::size_t f = 0; f < gathered.size(); ++f) all_h.data()[f] = static_cast<float>(gathered[f]);
+  comm.allgatherv(local_h.data(), static_cast<std::int64_t>(local_h.size()), all_h.data(),
+                  static_cast<std::int64_t>(all_h.size()));
   Kokkos::deep_copy(all, all_h);
 }
 
@@ -260,15 +261,18 @@ class LandmarkDistances final : public DistanceProvider {
       embedding_distances(z_, a, first_row, block);
       return;
     }
-    DistanceBlock local(no_init("kotml::gw::own_landmark_rows"), own_.end - own_.begin, anchors.size());
-    embedding_distances(z_, a, own_.begin, local);
-    allgather_block(*comm_, local, block);
+    if (own_rows_.extent(0) != static_cast<std::size_t>(own_.end - own_.begin) ||
+        own_rows_.extent(1) != anchors.size())
+      own_rows_ = DistanceBlock(no_init("kotml::gw::own_landmark_rows"), own_.end - own_.begin, anchors.size());
+    embedding_distances(z_, a, own_.begin, own_rows_);
+    allgather_block(*comm_, own_rows_, block);
   }
 
  private:
   DistanceBlock z_;  // n × L: distance of each node to each landmark
   dist::Block own_;
   const dist::Comm* comm_;
+  DistanceBlock own_rows_;  // this rank's rows of an all-rows request, kept between calls
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kotml/core/error.hpp"
 #include "kotml/dist/comm.hpp"
 
 using kotml::dist::Comm;
@@ -106,6 +107,22 @@ TEST(Comm, BroadcastsAndGathers) {
   EXPECT_EQ(comm.max(double(comm.rank())), comm.size() - 1.0);
   EXPECT_TRUE(comm.any(comm.rank() == 0));
   EXPECT_FALSE(comm.all(comm.rank() == 0 && comm.size() > 1));
+}
+
+TEST(Comm, FloatGatherFillsTheCallersBufferInRankOrder) {
+  // Rank r sends r + 1 values r·10 + k; the buffer holds them all, rank by rank.
+  Comm comm;
+  const int p = comm.size(), r = comm.rank();
+  std::vector<float> mine(static_cast<std::size_t>(r + 1));
+  for (int k = 0; k <= r; ++k) mine[static_cast<std::size_t>(k)] = static_cast<float>(10 * r + k);
+  const std::int64_t total = static_cast<std::int64_t>(p) * (p + 1) / 2;
+  std::vector<float> all(static_cast<std::size_t>(total), -1.0f);
+  comm.allgatherv(mine.data(), r + 1, all.data(), total);
+  std::size_t at = 0;
+  for (int from = 0; from < p; ++from)
+    for (int k = 0; k <= from; ++k) EXPECT_EQ(all[at++], static_cast<float>(10 * from + k));
+  // A buffer of the wrong size is kotml's bug, seen on every rank alike.
+  EXPECT_THROW(comm.allgatherv(mine.data(), r + 1, all.data(), total + 1), kotml::InternalError);
 }
 
 TEST(Comm, SumByIdIsIndependentOfOwnership) {

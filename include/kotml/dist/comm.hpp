@@ -108,6 +108,10 @@ class Comm {
   // --- gathers (result on every rank, concatenated in rank order) -----------
   std::vector<double> allgatherv(const std::vector<double>& local) const;
   std::vector<std::int64_t> allgatherv(const std::vector<std::int64_t>& local) const;
+  /// Into the caller's buffer of all_count values (the sum of the counts, which
+  /// the caller knows from its block layout): no allocation per call, for gathers
+  /// repeated every iteration.
+  void allgatherv(const float* local, std::int64_t count, float* all, std::int64_t all_count) const;
   std::vector<std::string> allgather_strings(const std::string& local) const;
 
   /// Deterministic sum of per-unit partial vectors. Each rank contributes the
