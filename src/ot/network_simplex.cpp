@@ -61,7 +61,7 @@ using detail::SimplexWorkspace;
 /// Node arrays of a set of problems, each problem's block starting at its node offset.
 struct NodeArrays {
   Vector<double> supply, flow, pi;
-  Vector<std::int32_t> parent, thread, rev_thread, succ, last, stem, stem_last, stem_prev, stem_after,
+  Vector<std::int32_t> parent, thread, rev_thread, succ, last, other_path, stem, stem_last, stem_prev, stem_after,
       stem_succ;
   Kokkos::View<std::int8_t*, MemSpace> up;
 
@@ -76,6 +76,7 @@ struct NodeArrays {
     rev_thread = ints("kotml::ot::emd_rev_thread");
     succ = ints("kotml::ot::emd_succ");
     last = ints("kotml::ot::emd_last");
+    other_path = ints("kotml::ot::emd_other_path");
     stem = ints("kotml::ot::emd_stem");
     stem_last = ints("kotml::ot::emd_stem_last");
     stem_prev = ints("kotml::ot::emd_stem_prev");
@@ -100,6 +101,7 @@ struct NodeArrays {
     w.succ = succ.data() + node_at;
     w.last = last.data() + node_at;
     w.up = up.data() + node_at;
+    w.other_path = other_path.data() + node_at;
     w.stem = stem.data() + node_at;
     w.stem_last = stem_last.data() + node_at;
     w.stem_prev = stem_prev.data() + node_at;
@@ -202,6 +204,7 @@ KOKKOS_INLINE_FUNCTION std::size_t lay_out_pad(char* base, std::int64_t arcs, st
   w.rev_thread = ints();
   w.succ = ints();
   w.last = ints();
+  w.other_path = ints();
   w.stem = ints();
   w.stem_last = ints();
   w.stem_prev = ints();
@@ -471,7 +474,7 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
            active_count[static_cast<std::size_t>(p.target)] + 1;
   };
   constexpr std::size_t bytes_per_arc = sizeof(double) + sizeof(std::int8_t);
-  constexpr std::size_t bytes_per_node = 3 * sizeof(double) + 10 * sizeof(std::int32_t) + 1;
+  constexpr std::size_t bytes_per_node = 3 * sizeof(double) + 11 * sizeof(std::int32_t) + 1;
   std::vector<std::pair<std::int64_t, std::int64_t>> chunks;
   std::int64_t most_arcs = 0, most_nodes = 0;
   // Host backends compute each problem's costs in the solving thread's scratch
@@ -645,7 +648,7 @@ EmdSolution emd_dense(const HostMatrix<const double>& C, const std::vector<doubl
   std::vector<std::int8_t> state(cost.size());
   const std::size_t N = static_cast<std::size_t>(n + m + 1);
   std::vector<double> supply(N), flow(N), pi(N);
-  std::vector<std::int32_t> ints(10 * N);
+  std::vector<std::int32_t> ints(11 * N);
   std::vector<std::int8_t> up(N);
   SimplexWorkspace w;
   w.n = n;
@@ -665,6 +668,7 @@ EmdSolution emd_dense(const HostMatrix<const double>& C, const std::vector<doubl
   w.stem_prev = ints.data() + 7 * N;
   w.stem_after = ints.data() + 8 * N;
   w.stem_succ = ints.data() + 9 * N;
+  w.other_path = ints.data() + 10 * N;
   w.up = up.data();
   double net = 0;
   for (std::int32_t i = 0; i < n; ++i) {

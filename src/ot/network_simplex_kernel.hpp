@@ -56,7 +56,9 @@ struct SimplexWorkspace {
   std::int32_t* succ = nullptr;
   std::int32_t* last = nullptr;
   std::int8_t* up = nullptr;
-  // Scratch for tree updates and tree building.
+  // Scratch for tree updates and tree building. A pivot records the cycle's
+  // two tree paths, source → apex in `stem` and target → apex in `other_path`.
+  std::int32_t* other_path = nullptr;
   std::int32_t* stem = nullptr;
   std::int32_t* stem_last = nullptr;
   std::int32_t* stem_prev = nullptr;
@@ -289,37 +291,58 @@ class NetworkSimplex {
   KOKKOS_INLINE_FUNCTION bool pivot(std::int32_t row, std::int32_t col) {
     const std::int32_t source = row, target = w_.n + col;
     // Apex of the cycle: climb from the smaller subtree, since an ancestor always
-    // has the larger subtree.
+    // has the larger subtree. The comparison is unpredictable, so both climbs are
+    // computed and one is kept (no branch). The nodes left behind are recorded:
+    // the two paths below the apex, which every later step of the pivot walks, as
+    // array reads instead of chains of dependent parent loads.
+    std::int32_t* const source_path = w_.stem;
+    std::int32_t* const target_path = w_.other_path;
+    std::int32_t source_length = 0, target_length = 0;
     std::int32_t u = source, v = target;
     while (u != v) {
-      if (w_.succ[u] < w_.succ[v])
-        u = w_.parent[u];
-      else
-        v = w_.parent[v];
+      const bool climb_u = w_.succ[u] < w_.succ[v];
+      const std::int32_t pu = w_.parent[u], pv = w_.parent[v];
+      source_path[source_length] = u;
+      target_path[target_length] = v;
+      source_length += climb_u ? 1 : 0;
+      target_length += climb_u ? 0 : 1;
+      u = climb_u ? pu : u;
+      v = climb_u ? v : pv;
     }
-    const std::int32_t join = u;
-    // Leaving arc: the cycle runs source → target → join → source. Arcs against
+    // Leaving arc: the cycle runs source → target → apex → source. Arcs against
     // that direction lose flow; ties go to the last blocking arc met from the
     // apex, which keeps the tree strongly feasible.
     double delta = kmath::infinity<double>();
-    std::int32_t out = -1;
+    std::int32_t out = -1, out_at = -1;
     int side = 0;
-    for (std::int32_t x = source; x != join; x = w_.parent[x])
+    for (std::int32_t t = 0; t < source_length; ++t) {
+      const std::int32_t x = source_path[t];
       if (is_up(x) && w_.flow[x] < delta) {
         delta = w_.flow[x];
         out = x;
+        out_at = t;
         side = 1;
       }
-    for (std::int32_t x = target; x != join; x = w_.parent[x])
+    }
+    for (std::int32_t t = 0; t < target_length; ++t) {
+      const std::int32_t x = target_path[t];
       if (!is_up(x) && w_.flow[x] <= delta) {
         delta = w_.flow[x];
         out = x;
+        out_at = t;
         side = 2;
       }
+    }
     if (side == 0) return false;
     if (delta > 0) {
-      for (std::int32_t x = source; x != join; x = w_.parent[x]) w_.flow[x] += is_up(x) ? -delta : delta;
-      for (std::int32_t x = target; x != join; x = w_.parent[x]) w_.flow[x] += is_up(x) ? delta : -delta;
+      for (std::int32_t t = 0; t < source_length; ++t) {
+        const std::int32_t x = source_path[t];
+        w_.flow[x] += is_up(x) ? -delta : delta;
+      }
+      for (std::int32_t t = 0; t < target_length; ++t) {
+        const std::int32_t x = target_path[t];
+        w_.flow[x] += is_up(x) ? delta : -delta;
+      }
     }
     const std::int32_t in = side == 1 ? source : target;     // re-hung below `attach`
     const std::int32_t attach = side == 1 ? target : source;
@@ -334,7 +357,10 @@ class NetworkSimplex {
     }
     w_.state[static_cast<std::int64_t>(row) * w_.m + col] = 0;
     const double entering_reduced = arc_cost(row, col) + w_.pi[source] - w_.pi[target];
-    update_tree(in, attach, out, join, delta);
+    if (side == 1)
+      update_tree(in, attach, out, delta, source_path, out_at, source_length, target_path, target_length);
+    else
+      update_tree(in, attach, out, delta, target_path, out_at, target_length, source_path, source_length);
     // The entering arc must get reduced cost 0: the moved subtree's potentials
     // shift by sigma or, when that subtree is the larger part of the tree, all
     // the others by −sigma (only differences of potentials matter, and the walk
@@ -360,19 +386,20 @@ class NetworkSimplex {
 
   /// Cuts the subtree S of `out` from its parent and hangs it, re-rooted at `in`,
   /// as the first child of `attach`. The stem in = w_0, w_1, ..., w_k = out is the
-  /// tree path from `in` up to `out`; its arcs reverse direction.
+  /// tree path from `in` up to `out`; its arcs reverse direction. in_path holds
+  /// the cycle's path from `in` up to the apex (out at index k), attach_path the
+  /// one from `attach`; pivot recorded both.
   KOKKOS_INLINE_FUNCTION void update_tree(std::int32_t in, std::int32_t attach, std::int32_t out,
-                                          std::int32_t join, double entering_flow) {
-    std::int32_t* stem = w_.stem;
-    std::int32_t k = 0;
-    for (std::int32_t x = in;; x = w_.parent[x]) {
-      stem[k] = x;
-      w_.stem_last[k] = w_.last[x];
-      w_.stem_prev[k] = w_.rev_thread[x];
-      w_.stem_after[k] = w_.thread[w_.last[x]];
-      w_.stem_succ[k] = w_.succ[x];
-      if (x == out) break;
-      ++k;
+                                          double entering_flow, const std::int32_t* in_path, std::int32_t k,
+                                          std::int32_t in_length, const std::int32_t* attach_path,
+                                          std::int32_t attach_length) {
+    const std::int32_t* const stem = in_path;
+    for (std::int32_t i = 0; i <= k; ++i) {
+      const std::int32_t x = stem[i];
+      w_.stem_last[i] = w_.last[x];
+      w_.stem_prev[i] = w_.rev_thread[x];
+      w_.stem_after[i] = w_.thread[w_.last[x]];
+      w_.stem_succ[i] = w_.succ[x];
     }
     const std::int32_t size = w_.stem_succ[k];
     const std::int32_t out_parent = w_.parent[out];
@@ -407,8 +434,8 @@ class NetworkSimplex {
 
     // 4. Subtree sizes outside S: the old branch above S loses it, the new one
     // gains it, up to the apex.
-    for (std::int32_t x = out_parent; x != join; x = w_.parent[x]) w_.succ[x] -= size;
-    for (std::int32_t x = attach; x != join; x = w_.parent[x]) w_.succ[x] += size;
+    for (std::int32_t t = k + 1; t < in_length; ++t) w_.succ[in_path[t]] -= size;
+    for (std::int32_t t = 0; t < attach_length; ++t) w_.succ[attach_path[t]] += size;
 
     // 5. The stem: parents, flows (each stem arc moves to the node below it),
     // subtree sizes and last nodes.
