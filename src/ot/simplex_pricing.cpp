@@ -11,9 +11,10 @@
 // The arc states (one byte, 1 = out of the basis) are widened to 64-bit lane
 // masks with the ISA's sign-extending load: GCC 12 turns the generic vector
 // conversion int8 → int64 into eight scalar conversions, which cost more than
-// the rest of the loop. That is why the x86-64-v4 and x86-64-v3 kernels are
-// written apart, each with its own width; the baseline level runs the plain
-// loop, which GCC compiles better than 128-bit vectors of this code.
+// the rest of the loop. So each level has its own widening load and width (8
+// lanes for x86-64-v4, 4 for x86-64-v3) around one kernel body
+// (KOTML_PRICE_LANES); the baseline level runs the plain loop, which GCC
+// compiles better than 128-bit vectors of this code.
 
 #include "simplex_pricing.hpp"
 
@@ -69,140 +70,91 @@ constexpr int accumulators = 4;
 using Doubles8 = double __attribute__((vector_size(64)));
 using Offsets8 = std::int64_t __attribute__((vector_size(64)));
 using Unsigned8 = std::uint64_t __attribute__((vector_size(64)));
-
-/// One vector of arcs from t into one accumulator.
-__attribute__((target("arch=x86-64-v4"), always_inline)) inline void step_x86_64_v4(
-    const double* __restrict cost, const std::int8_t* __restrict out_of_basis, const double* __restrict pi_col,
-    double pi_row, std::int32_t t, const Offsets8& offset, Doubles8& lane_best, Offsets8& lane_at) {
-  Doubles8 c, p;
-  std::memcpy(&c, cost + t, sizeof c);
-  std::memcpy(&p, pi_col + t, sizeof p);
-  const auto out = reinterpret_cast<Offsets8>(
-      _mm512_maskz_cvtepi8_epi64(
-          0xFF, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(out_of_basis + t))));
-  const Doubles8 reduced = c + pi_row - p;
-  const Offsets8 lower = (reduced < lane_best) & (out != 0);
-  lane_best = lower ? reduced : lane_best;
-  lane_at = lower ? offset : lane_at;
-}
-
-/// Folds the accumulators into the first, lane by lane: the smaller value, ties
-/// to the smaller offset (−1, nothing found, is the largest as unsigned; such a
-/// lane still holds the starting best, which a found value is always below).
-__attribute__((target("arch=x86-64-v4"), always_inline)) inline void fold_x86_64_v4(Doubles8* lane_best,
-                                                                                            Offsets8* lane_at) {
-  for (int k = 1; k < accumulators; ++k) {
-    const Unsigned8 at_k = reinterpret_cast<Unsigned8>(lane_at[k]), at_0 = reinterpret_cast<Unsigned8>(lane_at[0]);
-    const Offsets8 take = (lane_best[k] < lane_best[0]) | ((lane_best[k] == lane_best[0]) & (at_k < at_0));
-    lane_best[0] = take ? lane_best[k] : lane_best[0];
-    lane_at[0] = take ? lane_at[k] : lane_at[0];
-  }
-}
-
-__attribute__((target("arch=x86-64-v4"))) std::int32_t price_x86_64_v4(const double* __restrict cost,
-                                                                        const std::int8_t* __restrict out_of_basis,
-                                                                        const double* __restrict pi_col,
-                                                                        double pi_row, std::int32_t count,
-                                                                        double& best) {
-  constexpr int width = 8;
-  Doubles8 lane_best[accumulators];
-  Offsets8 lane_at[accumulators];
-  Offsets8 offset[accumulators];
-  for (int k = 0; k < accumulators; ++k) {
-    lane_best[k] = Doubles8{} + best;
-    lane_at[k] = Offsets8{} - 1;
-    offset[k] = Offsets8{0, 1, 2, 3, 4, 5, 6, 7} + width * k;
-  }
-  std::int32_t t = 0;
-  for (; t + width * accumulators <= count; t += width * accumulators)
-    for (int k = 0; k < accumulators; ++k) {
-      step_x86_64_v4(cost, out_of_basis, pi_col, pi_row, t + width * k, offset[k], lane_best[k], lane_at[k]);
-      offset[k] += width * accumulators;
-    }
-  for (; t + width <= count; t += width) {
-    step_x86_64_v4(cost, out_of_basis, pi_col, pi_row, t, offset[0], lane_best[0], lane_at[0]);
-    offset[0] += width;
-  }
-  fold_x86_64_v4(lane_best, lane_at);
-  double values[width];
-  std::int64_t offsets[width];
-  std::memcpy(values, &lane_best[0], sizeof values);
-  std::memcpy(offsets, &lane_at[0], sizeof offsets);
-  double value = best;
-  std::int32_t at = merge_lanes(values, offsets, width, value);
-  at = price_sequential(cost, out_of_basis, pi_col, pi_row, t, count, value, at);
-  best = value;
-  return at;
-}
-
 using Doubles4 = double __attribute__((vector_size(32)));
 using Offsets4 = std::int64_t __attribute__((vector_size(32)));
 using Unsigned4 = std::uint64_t __attribute__((vector_size(32)));
 
-/// One vector of arcs from t into one accumulator.
-__attribute__((target("arch=x86-64-v3"), always_inline)) inline void step_x86_64_v3(
-    const double* __restrict cost, const std::int8_t* __restrict out_of_basis, const double* __restrict pi_col,
-    double pi_row, std::int32_t t, const Offsets4& offset, Doubles4& lane_best, Offsets4& lane_at) {
-  Doubles4 c, p;
-  std::memcpy(&c, cost + t, sizeof c);
-  std::memcpy(&p, pi_col + t, sizeof p);
-  std::int32_t states;
-  std::memcpy(&states, out_of_basis + t, sizeof states);
-  const auto out = reinterpret_cast<Offsets4>(_mm256_cvtepi8_epi64(_mm_cvtsi32_si128(states)));
-  const Doubles4 reduced = c + pi_row - p;
-  const Offsets4 lower = (reduced < lane_best) & (out != 0);
-  lane_best = lower ? reduced : lane_best;
-  lane_at = lower ? offset : lane_at;
+/// The states of 8 (4) arcs as 64-bit lanes, one sign-extending load.
+__attribute__((target("arch=x86-64-v4"), always_inline)) inline Offsets8 widen_x86_64_v4(const std::int8_t* states) {
+  return reinterpret_cast<Offsets8>(
+      _mm512_maskz_cvtepi8_epi64(0xFF, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(states))));
+}
+__attribute__((target("arch=x86-64-v3"), always_inline)) inline Offsets4 widen_x86_64_v3(const std::int8_t* states) {
+  std::int32_t bytes;
+  std::memcpy(&bytes, states, sizeof bytes);
+  return reinterpret_cast<Offsets4>(_mm256_cvtepi8_epi64(_mm_cvtsi32_si128(bytes)));
 }
 
-/// Folds the accumulators into the first, lane by lane: the smaller value, ties
-/// to the smaller offset (−1, nothing found, is the largest as unsigned; such a
-/// lane still holds the starting best, which a found value is always below).
-__attribute__((target("arch=x86-64-v3"), always_inline)) inline void fold_x86_64_v3(Doubles4* lane_best,
-                                                                                            Offsets4* lane_at) {
-  for (int k = 1; k < accumulators; ++k) {
-    const Unsigned4 at_k = reinterpret_cast<Unsigned4>(lane_at[k]), at_0 = reinterpret_cast<Unsigned4>(lane_at[0]);
-    const Offsets4 take = (lane_best[k] < lane_best[0]) | ((lane_best[k] == lane_best[0]) & (at_k < at_0));
-    lane_best[0] = take ? lane_best[k] : lane_best[0];
-    lane_at[0] = take ? lane_at[k] : lane_at[0];
+// The scan of one level, written once for both (a macro: GCC will not inline a
+// target-specific intrinsic into a generic template, and a generic template of
+// 64-byte vectors is lowered to narrower ones before it is inlined):
+//  * step_LEVEL: one vector of arcs from t into one accumulator;
+//  * fold_LEVEL: the accumulators into the first, lane by lane, the smaller value,
+//    ties to the smaller offset (−1, nothing found, is the largest as unsigned;
+//    such a lane still holds the starting best, which a found value is below);
+//  * price_LEVEL: accumulators over whole vectors, the fold, the lane merge and
+//    the scalar tail.
+#define KOTML_PRICE_LANES(LEVEL, TARGET, WIDTH, DOUBLES, OFFSETS, UNSIGNED, ...)                                  \
+  __attribute__((target(TARGET), always_inline)) inline void step_##LEVEL(                                      \
+      const double* __restrict cost, const std::int8_t* __restrict out_of_basis, const double* __restrict pi_col, \
+      double pi_row, std::int32_t t, const OFFSETS& offset, DOUBLES& lane_best, OFFSETS& lane_at) {               \
+    DOUBLES c, p;                                                                                                 \
+    std::memcpy(&c, cost + t, sizeof c);                                                                          \
+    std::memcpy(&p, pi_col + t, sizeof p);                                                                        \
+    const OFFSETS out = widen_##LEVEL(out_of_basis + t);                                                          \
+    const DOUBLES reduced = c + pi_row - p;                                                                       \
+    const OFFSETS lower = (reduced < lane_best) & (out != 0);                                                     \
+    lane_best = lower ? reduced : lane_best;                                                                      \
+    lane_at = lower ? offset : lane_at;                                                                           \
+  }                                                                                                               \
+                                                                                                                  \
+  __attribute__((target(TARGET), always_inline)) inline void fold_##LEVEL(DOUBLES* lane_best, OFFSETS* lane_at) { \
+    for (int k = 1; k < accumulators; ++k) {                                                                      \
+      const UNSIGNED at_k = reinterpret_cast<UNSIGNED>(lane_at[k]), at_0 = reinterpret_cast<UNSIGNED>(lane_at[0]); \
+      const OFFSETS take = (lane_best[k] < lane_best[0]) | ((lane_best[k] == lane_best[0]) & (at_k < at_0));      \
+      lane_best[0] = take ? lane_best[k] : lane_best[0];                                                          \
+      lane_at[0] = take ? lane_at[k] : lane_at[0];                                                                \
+    }                                                                                                             \
+  }                                                                                                               \
+                                                                                                                  \
+  __attribute__((target(TARGET))) std::int32_t price_##LEVEL(                                                   \
+      const double* __restrict cost, const std::int8_t* __restrict out_of_basis, const double* __restrict pi_col, \
+      double pi_row, std::int32_t count, double& best) {                                                          \
+    constexpr int width = WIDTH;                                                                                  \
+    DOUBLES lane_best[accumulators];                                                                              \
+    OFFSETS lane_at[accumulators];                                                                                \
+    OFFSETS offset[accumulators];                                                                                 \
+    for (int k = 0; k < accumulators; ++k) {                                                                      \
+      lane_best[k] = DOUBLES{} + best;                                                                            \
+      lane_at[k] = OFFSETS{} - 1;                                                                                 \
+      offset[k] = OFFSETS{__VA_ARGS__} + width * k;                                                               \
+    }                                                                                                             \
+    std::int32_t t = 0;                                                                                           \
+    for (; t + width * accumulators <= count; t += width * accumulators)                                          \
+      for (int k = 0; k < accumulators; ++k) {                                                                    \
+        step_##LEVEL(cost, out_of_basis, pi_col, pi_row, t + width * k, offset[k], lane_best[k], lane_at[k]);     \
+        offset[k] += width * accumulators;                                                                        \
+      }                                                                                                           \
+    for (; t + width <= count; t += width) {                                                                      \
+      step_##LEVEL(cost, out_of_basis, pi_col, pi_row, t, offset[0], lane_best[0], lane_at[0]);                   \
+      offset[0] += width;                                                                                         \
+    }                                                                                                             \
+    fold_##LEVEL(lane_best, lane_at);                                                                             \
+    double values[width];                                                                                         \
+    std::int64_t offsets[width];                                                                                  \
+    std::memcpy(values, &lane_best[0], sizeof values);                                                            \
+    std::memcpy(offsets, &lane_at[0], sizeof offsets);                                                            \
+    double value = best;                                                                                          \
+    std::int32_t at = merge_lanes(values, offsets, width, value);                                                 \
+    at = price_sequential(cost, out_of_basis, pi_col, pi_row, t, count, value, at);                               \
+    best = value;                                                                                                 \
+    return at;                                                                                                    \
   }
-}
 
-__attribute__((target("arch=x86-64-v3"))) std::int32_t price_x86_64_v3(const double* __restrict cost,
-                                                                        const std::int8_t* __restrict out_of_basis,
-                                                                        const double* __restrict pi_col,
-                                                                        double pi_row, std::int32_t count,
-                                                                        double& best) {
-  constexpr int width = 4;
-  Doubles4 lane_best[accumulators];
-  Offsets4 lane_at[accumulators];
-  Offsets4 offset[accumulators];
-  for (int k = 0; k < accumulators; ++k) {
-    lane_best[k] = Doubles4{} + best;
-    lane_at[k] = Offsets4{} - 1;
-    offset[k] = Offsets4{0, 1, 2, 3} + width * k;
-  }
-  std::int32_t t = 0;
-  for (; t + width * accumulators <= count; t += width * accumulators)
-    for (int k = 0; k < accumulators; ++k) {
-      step_x86_64_v3(cost, out_of_basis, pi_col, pi_row, t + width * k, offset[k], lane_best[k], lane_at[k]);
-      offset[k] += width * accumulators;
-    }
-  for (; t + width <= count; t += width) {
-    step_x86_64_v3(cost, out_of_basis, pi_col, pi_row, t, offset[0], lane_best[0], lane_at[0]);
-    offset[0] += width;
-  }
-  fold_x86_64_v3(lane_best, lane_at);
-  double values[width];
-  std::int64_t offsets[width];
-  std::memcpy(values, &lane_best[0], sizeof values);
-  std::memcpy(offsets, &lane_at[0], sizeof offsets);
-  double value = best;
-  std::int32_t at = merge_lanes(values, offsets, width, value);
-  at = price_sequential(cost, out_of_basis, pi_col, pi_row, t, count, value, at);
-  best = value;
-  return at;
-}
+KOTML_PRICE_LANES(x86_64_v4, "arch=x86-64-v4", 8, Doubles8, Offsets8, Unsigned8, 0, 1, 2, 3, 4, 5, 6, 7)
+KOTML_PRICE_LANES(x86_64_v3, "arch=x86-64-v3", 4, Doubles4, Offsets4, Unsigned4, 0, 1, 2, 3)
+
+#undef KOTML_PRICE_LANES
 
 #endif
 
