@@ -189,19 +189,40 @@ bool Comm::all(bool local) const {
 }
 
 namespace {
-template <class T>
-std::vector<T> allgatherv_impl(const std::vector<T>& local, MPI_Datatype type, MPI_Comm comm,
-                               int size) {
-  int mine = static_cast<int>(local.size());
-  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  int total = 0;
+/// Every rank's count and displacement for an allgatherv, and their total. A
+/// block past MPI's int counts is sent as −1, so that every rank sees it and
+/// throws, rather than one rank alone leaving the others in the collective.
+struct GatherLayout {
+  std::vector<int> counts, displs;
+  int mine = 0, total = 0;
+};
+
+GatherLayout gather_layout(std::size_t count, MPI_Comm comm, int size) {
+  constexpr auto int_max = static_cast<std::size_t>(std::numeric_limits<int>::max());
+  GatherLayout layout;
+  layout.mine = count <= int_max ? static_cast<int>(count) : -1;
+  layout.counts.resize(static_cast<std::size_t>(size));
+  layout.displs.resize(static_cast<std::size_t>(size));
+  MPI_Allgather(&layout.mine, 1, MPI_INT, layout.counts.data(), 1, MPI_INT, comm);
+  std::int64_t total = 0;
+  bool representable = true;
   for (int r = 0; r < size; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += counts[static_cast<std::size_t>(r)];
+    layout.displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    representable = representable && layout.counts[static_cast<std::size_t>(r)] >= 0;
+    total += layout.counts[static_cast<std::size_t>(r)];
   }
-  std::vector<T> all(static_cast<std::size_t>(total));
-  MPI_Allgatherv(local.data(), mine, type, all.data(), counts.data(), displs.data(), type, comm);
+  if (!representable || total > std::numeric_limits<int>::max())
+    throw InternalError("allgatherv: the ranks' blocks pass the int range of MPI counts");
+  layout.total = static_cast<int>(total);
+  return layout;
+}
+
+template <class T>
+std::vector<T> allgatherv_impl(const std::vector<T>& local, MPI_Datatype type, MPI_Comm comm, int size) {
+  const auto layout = gather_layout(local.size(), comm, size);
+  std::vector<T> all(static_cast<std::size_t>(layout.total));
+  MPI_Allgatherv(local.data(), layout.mine, type, all.data(), layout.counts.data(), layout.displs.data(), type,
+                 comm);
   return all;
 }
 }  // namespace
@@ -215,43 +236,22 @@ std::vector<std::int64_t> Comm::allgatherv(const std::vector<std::int64_t>& loca
 }
 
 void Comm::allgatherv(const float* local, std::int64_t count, float* all, std::int64_t all_count) const {
-  // A block past MPI's int counts is sent as −1, so that every rank sees it and
-  // throws, rather than one rank alone leaving the others in the collective.
-  const int mine = count <= std::numeric_limits<int>::max() ? static_cast<int>(count) : -1;
-  std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
-  std::int64_t total = 0;
-  bool representable = true;
-  for (int r = 0; r < size_; ++r) {
-    displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
-    representable = representable && counts[static_cast<std::size_t>(r)] >= 0;
-    total += counts[static_cast<std::size_t>(r)];
-  }
-  if (!representable || total > std::numeric_limits<int>::max())
-    throw InternalError("allgatherv: the ranks' blocks pass the int range of MPI counts");
-  if (total != all_count)
-    throw InternalError("allgatherv: the ranks' blocks total " + std::to_string(total) + " values, the buffer holds " +
-                        std::to_string(all_count));
-  MPI_Allgatherv(local, mine, MPI_FLOAT, all, counts.data(), displs.data(), MPI_FLOAT, comm_);
+  const auto layout = gather_layout(static_cast<std::size_t>(count), comm_, size_);
+  if (layout.total != all_count)
+    throw InternalError("allgatherv: the ranks' blocks total " + std::to_string(layout.total) +
+                        " values, the buffer holds " + std::to_string(all_count));
+  MPI_Allgatherv(local, layout.mine, MPI_FLOAT, all, layout.counts.data(), layout.displs.data(), MPI_FLOAT, comm_);
 }
 
 std::vector<std::string> Comm::allgather_strings(const std::string& local) const {
-  std::vector<char> mine(local.begin(), local.end());
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
-  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
-  int total = 0;
-  for (int r = 0; r < size_; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += counts[static_cast<std::size_t>(r)];
-  }
-  std::vector<char> all(static_cast<std::size_t>(total));
-  MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR,
-                 comm_);
+  const auto layout = gather_layout(local.size(), comm_, size_);
+  std::vector<char> all(static_cast<std::size_t>(layout.total));
+  MPI_Allgatherv(local.data(), layout.mine, MPI_CHAR, all.data(), layout.counts.data(), layout.displs.data(),
+                 MPI_CHAR, comm_);
   std::vector<std::string> texts;
   for (int r = 0; r < size_; ++r)
-    texts.emplace_back(all.data() + displs[static_cast<std::size_t>(r)],
-                       static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
+    texts.emplace_back(all.data() + layout.displs[static_cast<std::size_t>(r)],
+                       static_cast<std::size_t>(layout.counts[static_cast<std::size_t>(r)]));
   return texts;
 }
 

@@ -29,24 +29,9 @@
 namespace kotml::ot::detail {
 namespace {
 
-/// The plain scan from offset `first`: the baseline level, and the tail of the
-/// vector kernels (after every lane's arcs, so only a strictly smaller cost wins).
-inline std::int32_t price_sequential(const double* cost, const std::int8_t* out_of_basis, const double* pi_col,
-                                     double pi_row, std::int32_t first, std::int32_t count, double& best,
-                                     std::int32_t at) {
-  for (std::int32_t t = first; t < count; ++t) {
-    const double reduced = out_of_basis[t] ? cost[t] + pi_row - pi_col[t] : 0.0;
-    if (reduced < best) {
-      best = reduced;
-      at = t;
-    }
-  }
-  return at;
-}
-
 std::int32_t price_baseline(const double* cost, const std::int8_t* out_of_basis, const double* pi_col,
                             double pi_row, std::int32_t count, double& best) {
-  return price_sequential(cost, out_of_basis, pi_col, pi_row, 0, count, best, -1);
+  return price_from(cost, out_of_basis, pi_col, pi_row, 0, count, best, -1);
 }
 
 #if KOTML_SIMD_HAS_LEVELS
@@ -146,7 +131,7 @@ __attribute__((target("arch=x86-64-v3"), always_inline)) inline Offsets4 widen_x
     std::memcpy(offsets, &lane_at[0], sizeof offsets);                                                            \
     double value = best;                                                                                          \
     std::int32_t at = merge_lanes(values, offsets, width, value);                                                 \
-    at = price_sequential(cost, out_of_basis, pi_col, pi_row, t, count, value, at);                               \
+    at = price_from(cost, out_of_basis, pi_col, pi_row, t, count, value, at);                               \
     best = value;                                                                                                 \
     return at;                                                                                                    \
   }

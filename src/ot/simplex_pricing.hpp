@@ -17,6 +17,22 @@
 
 namespace kotml::ot::detail {
 
+/// The plain scan from offset `first` on, keeping `at` unless an arc below
+/// `best` is found: GPU threads' scan, the host's baseline level, and the tail
+/// of the host vector kernels (which pass their lanes' best and offset in).
+KOKKOS_INLINE_FUNCTION std::int32_t price_from(const double* cost, const std::int8_t* out_of_basis,
+                                               const double* pi_col, double pi_row, std::int32_t first,
+                                               std::int32_t count, double& best, std::int32_t at) {
+  for (std::int32_t t = first; t < count; ++t) {
+    const double reduced = out_of_basis[t] ? cost[t] + pi_row - pi_col[t] : 0.0;
+    if (reduced < best) {
+      best = reduced;
+      at = t;
+    }
+  }
+  return at;
+}
+
 /// Host kernel: see price_segment.
 std::int32_t price_segment_host(const double* cost, const std::int8_t* out_of_basis, const double* pi_col,
                                 double pi_row, std::int32_t count, double& best);
@@ -29,15 +45,7 @@ KOKKOS_INLINE_FUNCTION std::int32_t price_segment(const double* cost, const std:
                                                   const double* pi_col, double pi_row, std::int32_t count,
                                                   double& best) {
 #ifdef KOTML_DEVICE_PASS
-  std::int32_t at = -1;
-  for (std::int32_t t = 0; t < count; ++t) {
-    const double reduced = out_of_basis[t] ? cost[t] + pi_row - pi_col[t] : 0.0;
-    if (reduced < best) {
-      best = reduced;
-      at = t;
-    }
-  }
-  return at;
+  return price_from(cost, out_of_basis, pi_col, pi_row, 0, count, best, -1);
 #else
   return price_segment_host(cost, out_of_basis, pi_col, pi_row, count, best);
 #endif
