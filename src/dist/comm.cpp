@@ -158,6 +158,12 @@ std::int64_t Comm::sum(std::int64_t local) const {
   return total;
 }
 
+void Comm::sum_in_place(std::int64_t* values, std::size_t count) const {
+  if (count > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw InternalError("sum_in_place: " + std::to_string(count) + " values pass the int range of MPI counts");
+  MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_INT64_T, MPI_SUM, comm_);
+}
+
 double Comm::max(double local) const {
   double result = 0;
   MPI_Allreduce(&local, &result, 1, MPI_DOUBLE, MPI_MAX, comm_);
@@ -225,6 +231,16 @@ std::vector<T> allgatherv_impl(const std::vector<T>& local, MPI_Datatype type, M
                  comm);
   return all;
 }
+
+template <class T>
+void allgatherv_into(const T* local, std::int64_t count, T* all, std::int64_t all_count, MPI_Datatype type,
+                     MPI_Comm comm, int size) {
+  const auto layout = gather_layout(static_cast<std::size_t>(count), comm, size);
+  if (layout.total != all_count)
+    throw InternalError("allgatherv: the ranks' blocks total " + std::to_string(layout.total) +
+                        " values, the buffer holds " + std::to_string(all_count));
+  MPI_Allgatherv(local, layout.mine, type, all, layout.counts.data(), layout.displs.data(), type, comm);
+}
 }  // namespace
 
 std::vector<double> Comm::allgatherv(const std::vector<double>& local) const {
@@ -236,11 +252,11 @@ std::vector<std::int64_t> Comm::allgatherv(const std::vector<std::int64_t>& loca
 }
 
 void Comm::allgatherv(const float* local, std::int64_t count, float* all, std::int64_t all_count) const {
-  const auto layout = gather_layout(static_cast<std::size_t>(count), comm_, size_);
-  if (layout.total != all_count)
-    throw InternalError("allgatherv: the ranks' blocks total " + std::to_string(layout.total) +
-                        " values, the buffer holds " + std::to_string(all_count));
-  MPI_Allgatherv(local, layout.mine, MPI_FLOAT, all, layout.counts.data(), layout.displs.data(), MPI_FLOAT, comm_);
+  allgatherv_into(local, count, all, all_count, MPI_FLOAT, comm_, size_);
+}
+
+void Comm::allgatherv(const double* local, std::int64_t count, double* all, std::int64_t all_count) const {
+  allgatherv_into(local, count, all, all_count, MPI_DOUBLE, comm_, size_);
 }
 
 std::vector<std::string> Comm::allgather_strings(const std::string& local) const {

@@ -99,6 +99,9 @@ class Comm {
 
   // --- reductions that are exact or order-free ------------------------------
   std::int64_t sum(std::int64_t local) const;
+  /// values[0..count) summed element-wise over ranks, in place (integer sums:
+  /// exact, the limbs of fixed-point totals).
+  void sum_in_place(std::int64_t* values, std::size_t count) const;
   double max(double local) const;
   double min(double local) const;
   std::int64_t max(std::int64_t local) const;
@@ -112,6 +115,7 @@ class Comm {
   /// the caller knows from its block layout): no allocation per call, for gathers
   /// repeated every iteration.
   void allgatherv(const float* local, std::int64_t count, float* all, std::int64_t all_count) const;
+  void allgatherv(const double* local, std::int64_t count, double* all, std::int64_t all_count) const;
   std::vector<std::string> allgather_strings(const std::string& local) const;
 
   /// Deterministic sum of per-unit partial vectors. Each rank contributes the
