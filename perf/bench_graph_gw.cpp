@@ -83,7 +83,7 @@ void BM_CostEstimate(benchmark::State& state) {
   gw::DistanceBlock dx("dx", n, m), dy("dy", k, m);
   Kokkos::deep_copy(dx, 0.5f);
   Kokkos::deep_copy(dy, 0.25f);
-  gw::CostEstimate<S> estimate(n, k, m);
+  gw::CostEstimate<S> estimate(n, k, m, comm);
   Matrix<S> lambda("lambda", n, k);
   for (auto _ : state) {
     benchmark::DoNotOptimize(estimate.build(dx, dy, lambda, comm));
@@ -113,8 +113,8 @@ void BM_SampledGw(benchmark::State& state) {
       ps = gw::precomputed_from_graph(gs, comm);
       pt = gw::precomputed_from_graph(gt, comm);
     } else if (mode == gw::DistanceMode::landmark) {
-      ps = gw::landmark_provider(gs, 50, comm);
-      pt = gw::landmark_provider(gt, 50, comm);
+      ps = gw::landmark_provider(gs, 50);
+      pt = gw::landmark_provider(gt, 50);
     } else {
       ps = gw::dijkstra_provider(gs, 2000, comm);
       pt = gw::dijkstra_provider(gt, 2000, comm);

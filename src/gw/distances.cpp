@@ -83,22 +83,11 @@ void transpose_to_float(Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> la
       });
 }
 
-/// A block gathered in rank order is in global row order (blocks are contiguous).
-/// Straight into `all` where it is host memory: the gathers repeat every GW
-/// iteration, and buffers allocated per call cost page faults each time.
-void allgather_block(const dist::Comm& comm, DistanceBlock local, DistanceBlock all) {
-  auto local_h = Kokkos::create_mirror_view_and_copy(HostSpace(), local);
-  auto all_h = Kokkos::create_mirror_view(all);
-  comm.allgatherv(local_h.data(), static_cast<std::int64_t>(local_h.size()), all_h.data(),
-                  static_cast<std::int64_t>(all_h.size()));
-  Kokkos::deep_copy(all, all_h);
-}
-
 // ------------------------------------------------------------------ precomputed
 class PrecomputedDistances final : public DistanceProvider {
  public:
   PrecomputedDistances(std::int64_t n, DistanceBlock own_rows, const dist::Comm& comm)
-      : n_(n), own_(plan_rows(n, comm.size(), comm.rank())), rows_(own_rows), comm_(&comm) {}
+      : n_(n), own_(plan_rows(n, comm.size(), comm.rank())), rows_(own_rows) {}
 
   std::int64_t size() const override { return n_; }
 
@@ -106,27 +95,16 @@ class PrecomputedDistances final : public DistanceProvider {
                  DistanceBlock block) override {
     const std::int64_t count = block.extent(0);
     const Ids a = to_device(anchors);
-    if (first_row == own_.begin && count == own_.end - own_.begin) {
-      gather_columns(rows_, 0, a, block);
-      return;
-    }
-    if (first_row != 0 || count != n_)
-      throw InternalError("precomputed distances serve own rows or all rows");
-    // All rows: every rank contributes its block (the matrix may be asymmetric,
-    // so columns are read, as TorchGW's C[:, idx]).
-    DistanceBlock local(no_init("kotml::gw::own_columns"), own_.end - own_.begin, anchors.size());
-    gather_columns(rows_, 0, a, local);
-    if (comm_->size() == 1)
-      Kokkos::deep_copy(block, local);
-    else
-      allgather_block(*comm_, local, block);
+    if (first_row != own_.begin || count != own_.end - own_.begin)
+      throw InternalError("precomputed distances serve each rank its own plan rows");
+    // The matrix may be asymmetric: columns are read, as TorchGW's C[:, idx].
+    gather_columns(rows_, 0, a, block);
   }
 
  private:
   std::int64_t n_;
   dist::Block own_;
   DistanceBlock rows_;
-  const dist::Comm* comm_;
 };
 
 void validate_rows(const std::vector<float>& values, std::int64_t first_row, std::int64_t n,
@@ -227,7 +205,7 @@ class DijkstraDistances final : public DistanceProvider {
       return;
     }
     DistanceBlock all(no_init("kotml::gw::dijkstra_all_rows"), count, g_.n);
-    allgather_block(*comm_, rows, all);
+    allgather_rows(*comm_, rows, all);
     store_rows(all, to_device(slots), cache_);
   }
 
@@ -244,35 +222,18 @@ class DijkstraDistances final : public DistanceProvider {
 // --------------------------------------------------------------------- landmark
 class LandmarkDistances final : public DistanceProvider {
  public:
-  LandmarkDistances(DistanceBlock embedding, const dist::Comm& comm)
-      : z_(embedding), own_(plan_rows(embedding.extent(0), comm.size(), comm.rank())), comm_(&comm) {}
+  explicit LandmarkDistances(DistanceBlock embedding) : z_(embedding) {}
   std::int64_t size() const override { return z_.extent(0); }
   std::int64_t dijkstra_runs() const override { return z_.extent(1); }
 
-  /// Own rows are computed here. All rows (the target side, which every rank
-  /// needs whole) are split: each rank computes its plan rows and the blocks are
-  /// gathered, so this phase shrinks with the ranks instead of being repeated.
-  /// Each row's values do not depend on who computes it.
+  /// Every rank holds the whole embedding, so any rows are computed locally.
   void distances(const std::vector<NodeId>& anchors, std::int64_t first_row,
                  DistanceBlock block) override {
-    const Ids a = to_device(anchors);
-    const auto n = static_cast<std::int64_t>(z_.extent(0));
-    if (comm_->size() == 1 || first_row != 0 || static_cast<std::int64_t>(block.extent(0)) != n) {
-      embedding_distances(z_, a, first_row, block);
-      return;
-    }
-    if (own_rows_.extent(0) != static_cast<std::size_t>(own_.end - own_.begin) ||
-        own_rows_.extent(1) != anchors.size())
-      own_rows_ = DistanceBlock(no_init("kotml::gw::own_landmark_rows"), own_.end - own_.begin, anchors.size());
-    embedding_distances(z_, a, own_.begin, own_rows_);
-    allgather_block(*comm_, own_rows_, block);
+    embedding_distances(z_, to_device(anchors), first_row, block);
   }
 
  private:
   DistanceBlock z_;  // n × L: distance of each node to each landmark
-  dist::Block own_;
-  const dist::Comm* comm_;
-  DistanceBlock own_rows_;  // this rank's rows of an all-rows request, kept between calls
 };
 
 }  // namespace
@@ -330,11 +291,11 @@ std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpa
 }
 
 std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks, const dist::Comm& comm) {
+                                                    std::int64_t landmarks) {
   const auto lm = graph::farthest_point_landmarks(g, landmarks);
   DistanceBlock z(no_init("kotml::gw::landmark_embedding"), g.n, lm.nodes.size());
   transpose_to_float(lm.distances, z);
-  return std::make_unique<LandmarkDistances>(z, comm);
+  return std::make_unique<LandmarkDistances>(z);
 }
 
 }  // namespace kotml::gw

@@ -104,6 +104,7 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
   const std::int64_t n = source.size(), k = target.size(), m_count = o.samples;
   const dist::Block own = plan_rows(n, comm.size(), comm.rank());
   const std::int64_t rows = own.end - own.begin;
+  const dist::Block own_target = plan_rows(k, comm.size(), comm.rank());
 
   // Marginals (float64, as TorchGW keeps them) and slack masses.
   std::vector<double> p = p_in, q = q_in;
@@ -121,11 +122,11 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
 
   Matrix<S> plan(no_init("kotml::gw::plan"), rows, k), lambda(no_init("kotml::gw::lambda"), rows, k);
   DistanceBlock dx_raw(no_init("kotml::gw::dx_raw"), rows, m_count);
-  DistanceBlock dy_raw(no_init("kotml::gw::dy_raw"), k, m_count);
+  DistanceBlock dy_raw(no_init("kotml::gw::dy_raw"), own_target.end - own_target.begin, m_count);
   Doubles row_mass("kotml::gw::row_mass", rows), row_cost("kotml::gw::row_cost", rows),
       row_change("kotml::gw::row_change", rows);
   AnchorSampler<S> sampler(n, m_count, comm);
-  CostEstimate<S> estimate(rows, k, m_count);
+  CostEstimate<S> estimate(rows, k, m_count, comm);
   SlackSinkhorn<S> sinkhorn(p_local, q, slack_p, slack_q, n, comm);
   SlackSinkhornSettings inner;
   inner.max_iter = o.sinkhorn_max_iter;
@@ -175,7 +176,7 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
     // 2. Distances to the anchors.
     step.emplace("distances");
     source.distances(anchors.source, own.begin, dx_raw);
-    target.distances(anchors.target, 0, dy_raw);
+    target.distances(anchors.target, own_target.begin, dy_raw);
 
     // 3. Λ, and the slack penalty 100·max(max Λ, 1).
     step.emplace("cost");

@@ -31,8 +31,9 @@ class DistanceProvider {
   /// Number of points of this cloud.
   virtual std::int64_t size() const = 0;
   /// Collective (every rank calls it with the same anchors). Fills
-  /// block(i, m) = d(first_row + i, anchors[m]) for i < block.extent(0).
-  /// Each rank asks either for its own plan rows (plan_rows) or for all rows.
+  /// block(i, m) = d(first_row + i, anchors[m]) for i < block.extent(0), the
+  /// rank's own plan rows, plan_rows(size()): the cost estimate gathers what it
+  /// needs whole after its per-entry work on these rows.
   virtual void distances(const std::vector<NodeId>& anchors, std::int64_t first_row,
                          DistanceBlock block) = 0;
   /// Rows computed by Dijkstra so far (all ranks together; diagnostics).
@@ -62,9 +63,8 @@ std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpa
                                                     std::int64_t cache_rows,
                                                     const dist::Comm& comm);
 /// landmark: min(landmarks, n) farthest-point landmarks from node 0. The
-/// landmark embedding is built on every rank; requests for all rows are split
-/// over the ranks and gathered. Collective.
+/// landmark embedding is built on every rank, which then needs no communication.
 std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks, const dist::Comm& comm);
+                                                    std::int64_t landmarks);
 
 }  // namespace kotml::gw

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
 #include "kotml/dist/partition.hpp"
 
 namespace kotml::gw {
@@ -22,6 +24,20 @@ inline dist::Block plan_rows(std::int64_t n, int ranks, int rank) {
   const std::int64_t begin = t.begin * plan_row_tile < n ? t.begin * plan_row_tile : n;
   const std::int64_t end = t.end * plan_row_tile < n ? t.end * plan_row_tile : n;
   return {begin, end};
+}
+
+/// Every rank's row block (rows × columns, row-major, float or double) gathered
+/// on every rank: blocks are contiguous and come in rank order, so `all` is in
+/// global row order. Straight into `all` where it is host memory: these gathers
+/// repeat every GW iteration, and buffers allocated per call cost page faults
+/// each time. Collective.
+template <class BlockView>
+void allgather_rows(const dist::Comm& comm, BlockView local, BlockView all) {
+  auto local_h = Kokkos::create_mirror_view_and_copy(HostSpace(), local);
+  auto all_h = Kokkos::create_mirror_view(all);
+  comm.allgatherv(local_h.data(), static_cast<std::int64_t>(local_h.size()), all_h.data(),
+                  static_cast<std::int64_t>(all_h.size()));
+  Kokkos::deep_copy(all, all_h);
 }
 
 }  // namespace kotml::gw
