@@ -59,9 +59,7 @@ std::vector<double> ExactSum::local_total() const { return to_double(limbs_, wid
 std::vector<double> ExactSum::allreduce(const Comm& comm) const {
   std::vector<std::int64_t> reduced(limbs_);
   for (std::size_t i = 0; i < width_; ++i) Fixed::carry(&reduced[i * limbs]);
-  if (comm.size() > 1 && !reduced.empty())
-    MPI_Allreduce(MPI_IN_PLACE, reduced.data(), static_cast<int>(reduced.size()), MPI_INT64_T,
-                  MPI_SUM, comm.raw());
+  if (comm.size() > 1 && !reduced.empty()) comm.sum_in_place(reduced.data(), reduced.size());
   return to_double(std::move(reduced), width_);
 }
 

@@ -34,8 +34,7 @@ void allreduce_sum(const dist::Comm& comm, Kokkos::View<std::int64_t*, MemSpace>
   if (comm.size() == 1) return;
   Kokkos::fence();
   auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), v);
-  MPI_Allreduce(MPI_IN_PLACE, h.data(), static_cast<int>(h.extent(0)), MPI_INT64_T, MPI_SUM,
-                comm.raw());
+  comm.sum_in_place(h.data(), h.extent(0));
   Kokkos::deep_copy(v, h);
 }
 

@@ -364,14 +364,7 @@ struct TiledSinkhorn<T>::Impl {
   /// exactly over ranks; returns them in double.
   template <class Fixed>
   std::vector<double> reduce_limbs(const detail::Limbs& source, std::int64_t values) const {
-    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), source);
-    for (std::int64_t j = 0; j < values; ++j) Fixed::carry(host.data() + j * Fixed::limbs);
-    if (comm->size() > 1)
-      MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(values * Fixed::limbs), MPI_INT64_T, MPI_SUM,
-                    comm->raw());
-    std::vector<double> total(static_cast<std::size_t>(values));
-    for (std::int64_t j = 0; j < values; ++j) total[static_cast<std::size_t>(j)] = Fixed::to_double(host.data() + j * Fixed::limbs);
-    return total;
+    return dist::allreduce_fixed<Fixed>(comm, source, values);
   }
 
   /// The column totals of the sweeps (ColumnFixed), over ranks.
@@ -1225,8 +1218,7 @@ PlanBlockSums TiledSinkhorn<T>::block_sums(const std::vector<std::int32_t>& row_
   Kokkos::fence();
   const auto sums = s.template reduce_limbs<detail::BlockFixed>(limbs, blocks * 3);
   auto host_count = Kokkos::create_mirror_view_and_copy(HostSpace(), count);
-  if (s.comm->size() > 1)
-    MPI_Allreduce(MPI_IN_PLACE, host_count.data(), static_cast<int>(blocks), MPI_INT64_T, MPI_SUM, s.comm->raw());
+  if (s.comm->size() > 1) s.comm->sum_in_place(host_count.data(), static_cast<std::size_t>(blocks));
   PlanBlockSums out;
   out.row_groups = n_row_groups;
   out.col_groups = n_col_groups;

@@ -10,6 +10,8 @@
 // on 1, 2 or 3 ranks. The cost is a few integer operations per value and an
 // allreduce of limbs·width int64.
 
+#include <Kokkos_Core.hpp>
+
 #include <cstdint>
 #include <vector>
 
@@ -53,5 +55,22 @@ class ExactSum {
   std::vector<std::int64_t> limbs_;  // width_ × limbs, element-major
   std::int64_t additions_ = 0;
 };
+
+/// The device half's totals: `values` fixed-point numbers of Fixed::limbs limbs
+/// each (value-major, in any memory space), carried, summed over the ranks of
+/// `comm` (when given; nullptr: this process alone) and rounded once to double.
+/// Carrying first keeps every limb below 2^32, so the sum over ranks cannot
+/// overflow. Collective when comm is given.
+template <class Fixed, class LimbView>
+std::vector<double> allreduce_fixed(const Comm* comm, const LimbView& limbs, std::int64_t values) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), limbs);
+  for (std::int64_t j = 0; j < values; ++j) Fixed::carry(host.data() + j * Fixed::limbs);
+  if (comm != nullptr && comm->size() > 1)
+    comm->sum_in_place(host.data(), static_cast<std::size_t>(values * Fixed::limbs));
+  std::vector<double> total(static_cast<std::size_t>(values));
+  for (std::int64_t j = 0; j < values; ++j)
+    total[static_cast<std::size_t>(j)] = Fixed::to_double(host.data() + j * Fixed::limbs);
+  return total;
+}
 
 }  // namespace kotml::dist
