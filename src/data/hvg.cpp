@@ -11,7 +11,11 @@
 #include <limits>
 #include <numeric>
 
+#include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/dist/exact_sum.hpp"
+#include "kotml/dist/fixed_point.hpp"
+#include "kotml/dist/partition.hpp"
 #include "staging.hpp"
 
 namespace kotml::data {
@@ -20,11 +24,13 @@ namespace {
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
 /// Per (batch, gene): sum and sum of squares of expm1(x), and cells with x > 0,
-/// accumulated over fixed chunks of rows (one thread per chunk owns its slice),
-/// then summed over chunks in order, so the result does not depend on the
-/// thread count. Arithmetic as scanpy's sparse path: expm1 and the square in
-/// float, sums in double.
+/// accumulated in double over fixed chunks of rows (one thread per chunk owns
+/// its slice; the chunks are a function of the whole input's shape), then the
+/// chunks' sums added exactly (dist::WideFixed) over chunks and ranks, so the
+/// result depends on neither the thread count nor the rank count. Arithmetic
+/// as scanpy's sparse path: expm1 and the square in float, sums in double.
 using Partials = Kokkos::View<double***, Kokkos::LayoutRight, MemSpace>;
+using MomentFixed = dist::WideFixed;
 
 struct GeneMomentChunks {
   Vector<const std::int64_t> indptr;
@@ -52,14 +58,20 @@ struct GeneMomentChunks {
   }
 };
 
-struct SumGeneChunks {
+/// Per moment value v = e·3 + k: the chunks' partial sums added exactly into
+/// wide fixed point (one thread owns each value's limbs), so that the total
+/// does not depend on how the chunks are spread over ranks. A partial that
+/// cannot be held (an overflowed float square) poisons its total.
+struct DepositGeneChunks {
   Partials partial;
-  Matrix<double> moments;  // (batches · genes) × 3
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t e) const {
-    double m[3] = {0, 0, 0};
+  Kokkos::View<std::int64_t*, MemSpace> limbs;  // values × MomentFixed::limbs
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t v) const {
+    std::int64_t* limb = &limbs(v * MomentFixed::limbs);
+    for (int l = 0; l < MomentFixed::limbs; ++l) limb[l] = 0;
+    const std::int64_t e = v / 3;
+    const int k = static_cast<int>(v % 3);
     for (std::size_t chunk = 0; chunk < partial.extent(0); ++chunk)
-      for (int k = 0; k < 3; ++k) m[k] += partial(chunk, e, k);
-    for (int k = 0; k < 3; ++k) moments(e, k) = m[k];
+      if (!MomentFixed::deposit(limb, partial(chunk, e, k))) MomentFixed::poison(limb);
   }
 };
 
@@ -68,8 +80,8 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 void run_gene_moment_chunks(const GeneMomentChunks& k, std::int64_t chunks) {
   Kokkos::parallel_for("kotml::data::hvg_gene_moment_chunks", Range(0, chunks), k);
 }
-void run_sum_gene_chunks(const SumGeneChunks& k, std::int64_t entries) {
-  Kokkos::parallel_for("kotml::data::hvg_sum_gene_chunks", Range(0, entries), k);
+void run_deposit_gene_chunks(const DepositGeneChunks& k, std::int64_t values) {
+  Kokkos::parallel_for("kotml::data::hvg_deposit_gene_chunks", Range(0, values), k);
 }
 
 /// Chunks: at most 256 and at most ~16 M partial values, both functions of the
@@ -196,44 +208,69 @@ std::vector<std::int64_t> HvgResult::selected() const {
   return out;
 }
 
-HvgResult highly_variable_genes(const HostCsr& log_data, const HvgOptions& options,
-                                const std::vector<std::string>& gene_names, const std::vector<std::int32_t>& batch,
-                                std::int64_t n_batches) {
-  const std::int64_t genes = log_data.cols;
-  const bool batched = !batch.empty();
-  const std::int64_t nb = batched ? n_batches : 1;
-  std::vector<std::int64_t> cells_in(static_cast<std::size_t>(nb), 0);
-  if (batched)
-    for (const auto b : batch) ++cells_in[b];
-  else
-    cells_in[0] = log_data.rows;
+namespace {
 
-  const std::vector<std::int32_t> no_batches(batched ? 0 : static_cast<std::size_t>(log_data.rows), 0);
+/// The per-(batch, gene) moments over all rows of all ranks.
+struct GeneMoments {
+  std::vector<double> sums, squares;
+  std::vector<std::int64_t> expressed, cells_in;
+};
+
+/// `comm` null: this process holds every row. Otherwise `log_rows` are this
+/// rank's rows, whole chunks of `rows_per_chunk` (hvg_row_block). Collective
+/// when comm is given.
+GeneMoments gene_moments(const dist::Comm* comm, const HostCsr& log_rows, std::int64_t rows_per_chunk,
+                         const std::vector<std::int32_t>& batch, std::int64_t nb) {
+  const std::int64_t genes = log_rows.cols, entries = nb * genes;
+  const bool batched = !batch.empty();
+  GeneMoments out;
+  out.cells_in.assign(static_cast<std::size_t>(nb), 0);
+  if (batched)
+    for (const auto b : batch) ++out.cells_in[static_cast<std::size_t>(b)];
+  else
+    out.cells_in[0] = log_rows.rows;
+  if (comm != nullptr && comm->size() > 1) comm->sum_in_place(out.cells_in.data(), out.cells_in.size());
+
+  const std::vector<std::int32_t> no_batches(batched ? 0 : static_cast<std::size_t>(log_rows.rows), 0);
   GeneMomentChunks k;
-  k.indptr = detail::stage(log_data.indptr);
-  k.indices = detail::stage(log_data.indices);
-  k.values = detail::stage(log_data.values);
+  k.indptr = detail::stage(log_rows.indptr);
+  k.indices = detail::stage(log_rows.indices);
+  k.values = detail::stage(log_rows.values);
   k.batch = detail::stage(batched ? batch : no_batches);
-  k.rows = log_data.rows;
+  k.rows = log_rows.rows;
   k.genes = genes;
-  k.rows_per_chunk = hvg_rows_per_chunk(log_data.rows, nb * genes);
-  const std::int64_t chunks = (log_data.rows + k.rows_per_chunk - 1) / k.rows_per_chunk;
-  k.partial = Partials(no_init("hvg partials"), chunks, nb * genes, 3);
-  Matrix<double> moments_device(no_init("hvg moments"), nb * genes, 3);
-  if (chunks > 0 && genes > 0) {
-    run_gene_moment_chunks(k, chunks);
-    run_sum_gene_chunks(SumGeneChunks{k.partial, moments_device}, nb * genes);
-  } else {
-    Kokkos::deep_copy(moments_device, 0.0);
+  k.rows_per_chunk = rows_per_chunk;
+  const std::int64_t chunks = (log_rows.rows + rows_per_chunk - 1) / rows_per_chunk;
+  k.partial = Partials(no_init("kotml::data::hvg_partials"), chunks, entries, 3);
+  Kokkos::View<std::int64_t*, MemSpace> limbs(no_init("kotml::data::hvg_moment_limbs"),
+                                              entries * 3 * MomentFixed::limbs);
+  if (chunks > 0 && genes > 0) run_gene_moment_chunks(k, chunks);
+  run_deposit_gene_chunks(DepositGeneChunks{k.partial, limbs}, entries * 3);
+  const auto totals = dist::allreduce_fixed<MomentFixed>(comm, limbs, entries * 3);
+
+  out.sums.resize(static_cast<std::size_t>(entries));
+  out.squares.resize(static_cast<std::size_t>(entries));
+  out.expressed.resize(static_cast<std::size_t>(entries));
+  constexpr double largest_moment = 0x1p100;  // a poisoned total is far above
+  for (std::int64_t e = 0; e < entries; ++e) {
+    const double square = totals[static_cast<std::size_t>(3 * e + 1)];
+    if (!(square < largest_moment))
+      throw Error("", "X",
+                  "the variance of gene " + std::to_string(e % genes) +
+                      " overflows: its normalised values are too large to square in float32");
+    out.sums[static_cast<std::size_t>(e)] = totals[static_cast<std::size_t>(3 * e)];
+    out.squares[static_cast<std::size_t>(e)] = square;
+    out.expressed[static_cast<std::size_t>(e)] = static_cast<std::int64_t>(totals[static_cast<std::size_t>(3 * e + 2)]);
   }
-  const auto moments = detail::to_host(moments_device);
-  std::vector<double> sums(nb * genes), squares(nb * genes);
-  std::vector<std::int64_t> expressed(nb * genes);
-  for (std::int64_t e = 0; e < nb * genes; ++e) {
-    sums[e] = moments[e * 3];
-    squares[e] = moments[e * 3 + 1];
-    expressed[e] = static_cast<std::int64_t>(moments[e * 3 + 2]);
-  }
+  return out;
+}
+
+HvgResult select_genes(const GeneMoments& moments, std::int64_t genes, const HvgOptions& options,
+                       const std::vector<std::string>& gene_names, bool batched, std::int64_t nb) {
+  const auto& sums = moments.sums;
+  const auto& squares = moments.squares;
+  const auto& expressed = moments.expressed;
+  const auto& cells_in = moments.cells_in;
 
   // One frame per batch over the genes it uses (all genes without batches).
   std::vector<Frame> frames;
@@ -317,6 +354,37 @@ HvgResult highly_variable_genes(const HostCsr& log_data, const HvgOptions& optio
     }
   }
   return r;
+}
+
+}  // namespace
+
+dist::Block hvg_row_block(std::int64_t rows, std::int64_t genes, std::int64_t n_batches, int ranks, int rank) {
+  const std::int64_t per_chunk = hvg_rows_per_chunk(rows, std::max<std::int64_t>(n_batches, 1) * genes);
+  const dist::Block chunks = dist::block_of((rows + per_chunk - 1) / per_chunk, ranks, rank);
+  return {std::min(chunks.begin * per_chunk, rows), std::min(chunks.end * per_chunk, rows)};
+}
+
+HvgResult highly_variable_genes(const HostCsr& log_data, const HvgOptions& options,
+                                const std::vector<std::string>& gene_names, const std::vector<std::int32_t>& batch,
+                                std::int64_t n_batches) {
+  const bool batched = !batch.empty();
+  const std::int64_t nb = batched ? n_batches : 1;
+  const auto moments =
+      gene_moments(nullptr, log_data, hvg_rows_per_chunk(log_data.rows, nb * log_data.cols), batch, nb);
+  return select_genes(moments, log_data.cols, options, gene_names, batched, nb);
+}
+
+HvgResult highly_variable_genes(const dist::Comm& comm, const HostCsr& log_rows, std::int64_t total_rows,
+                                const HvgOptions& options, const std::vector<std::string>& gene_names,
+                                const std::vector<std::int32_t>& batch, std::int64_t n_batches) {
+  const bool batched = n_batches > 0;
+  const std::int64_t nb = batched ? n_batches : 1;
+  const dist::Block own = hvg_row_block(total_rows, log_rows.cols, nb, comm.size(), comm.rank());
+  if (log_rows.rows != own.end - own.begin || (batched && static_cast<std::int64_t>(batch.size()) != log_rows.rows))
+    throw InternalError("highly_variable_genes: rank " + std::to_string(comm.rank()) + " has " +
+                        std::to_string(log_rows.rows) + " rows, its block is " + std::to_string(own.end - own.begin));
+  const auto moments = gene_moments(&comm, log_rows, hvg_rows_per_chunk(total_rows, nb * log_rows.cols), batch, nb);
+  return select_genes(moments, log_rows.cols, options, gene_names, batched, nb);
 }
 
 }  // namespace kotml::data

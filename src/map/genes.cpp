@@ -25,17 +25,29 @@ std::unordered_map<std::string, std::int64_t> index_names(const std::vector<std:
 }
 
 /// Rows of a then rows of b (same columns).
-data::HostCsr stack_rows(const data::HostCsr& a, const data::HostCsr& b) {
+/// Rows [begin, end) of the stacked sample (the query's sampled rows, then the
+/// reference's), with their batches (query 0, reference 1).
+data::HostCsr stacked_rows(const data::HostCsr& query, const std::vector<std::int64_t>& query_rows,
+                           const data::HostCsr& reference, const std::vector<std::int64_t>& reference_rows,
+                           std::int64_t begin, std::int64_t end, std::vector<std::int32_t>& batch) {
   data::HostCsr out;
-  out.rows = a.rows + b.rows;
-  out.cols = a.cols;
-  out.indptr = a.indptr;
-  const std::int64_t offset = a.indptr.back();
-  for (std::size_t r = 1; r < b.indptr.size(); ++r) out.indptr.push_back(offset + b.indptr[r]);
-  out.indices = a.indices;
-  out.indices.insert(out.indices.end(), b.indices.begin(), b.indices.end());
-  out.values = a.values;
-  out.values.insert(out.values.end(), b.values.begin(), b.values.end());
+  out.rows = end - begin;
+  out.cols = query.cols;
+  out.indptr.assign(1, 0);
+  batch.clear();
+  const auto n_query = static_cast<std::int64_t>(query_rows.size());
+  for (std::int64_t i = begin; i < end; ++i) {
+    const bool from_query = i < n_query;
+    const data::HostCsr& side = from_query ? query : reference;
+    const std::int64_t row = from_query ? query_rows[static_cast<std::size_t>(i)]
+                                        : reference_rows[static_cast<std::size_t>(i - n_query)];
+    const auto first = static_cast<std::size_t>(side.indptr[static_cast<std::size_t>(row)]);
+    const auto last = static_cast<std::size_t>(side.indptr[static_cast<std::size_t>(row) + 1]);
+    out.indices.insert(out.indices.end(), side.indices.begin() + first, side.indices.begin() + last);
+    out.values.insert(out.values.end(), side.values.begin() + first, side.values.begin() + last);
+    out.indptr.push_back(static_cast<std::int64_t>(out.values.size()));
+    batch.push_back(from_query ? 0 : 1);
+  }
   return out;
 }
 
@@ -84,7 +96,7 @@ std::vector<std::int64_t> hvg_sample_rows(std::int64_t n_obs, const SharedHvgOpt
   return rows;
 }
 
-data::HvgResult shared_highly_variable_genes(const data::HostCsr& query_counts,
+data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data::HostCsr& query_counts,
                                              const data::HostCsr& reference_counts,
                                              const std::vector<std::string>& gene_names,
                                              const SharedHvgOptions& options) {
@@ -92,14 +104,19 @@ data::HvgResult shared_highly_variable_genes(const data::HostCsr& query_counts,
   require(query_counts.cols == reference_counts.cols &&
               query_counts.cols == static_cast<std::int64_t>(gene_names.size()),
           "", "", "query and reference count matrices must have the same aligned genes");
-  data::HostCsr x = stack_rows(query_counts, reference_counts);
+  const auto query_rows = hvg_sample_rows(query_counts.rows, options, 0);
+  const auto reference_rows = hvg_sample_rows(reference_counts.rows, options, 1);
+  const auto total = static_cast<std::int64_t>(query_rows.size() + reference_rows.size());
+  constexpr std::int64_t datasets = 2;
+  const dist::Block own = data::hvg_row_block(total, query_counts.cols, datasets, comm.size(), comm.rank());
+  std::vector<std::int32_t> batch;
+  data::HostCsr x =
+      stacked_rows(query_counts, query_rows, reference_counts, reference_rows, own.begin, own.end, batch);
   data::normalize_total(x, options.target_sum);
   data::log1p(x);
-  std::vector<std::int32_t> batch(static_cast<std::size_t>(x.rows), 0);
-  std::fill(batch.begin() + query_counts.rows, batch.end(), 1);
   data::HvgOptions hvg;
   hvg.n_top_genes = options.n_top_genes;
-  return data::highly_variable_genes(x, hvg, gene_names, batch, 2);
+  return data::highly_variable_genes(comm, x, total, hvg, gene_names, batch, datasets);
 }
 
 }  // namespace kotml::map

@@ -375,7 +375,8 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   comm.phase([&] {
     const timers::Scope timed("hvg");
     if (options.use_rep.empty())
-      pre.hvg = shared_highly_variable_genes(query_counts, reference_counts, pre.genes.names, options.hvg).selected();
+      pre.hvg =
+          shared_highly_variable_genes(comm, query_counts, reference_counts, pre.genes.names, options.hvg).selected();
   });
   pre.seconds_hvg = seconds_since(start);
   if (options.use_rep.empty())

@@ -134,7 +134,7 @@ TEST(Genes, SharedHvgMatchesPairot) {
     o.n_top_genes = static_cast<std::int64_t>(f.hvg.size());
     // Both datasets are below n_samples, as in the fixture: every row.
     EXPECT_EQ(hvg_sample_rows(xq.rows, o, 0).size(), static_cast<std::size_t>(xq.rows));
-    const auto hvg = shared_highly_variable_genes(data::select_columns(xq, a.query_index),
+    const auto hvg = shared_highly_variable_genes(dist::Comm(), data::select_columns(xq, a.query_index),
                                                   data::select_columns(xr, a.reference_index), a.names, o);
     std::vector<std::string> chosen;
     for (const auto g : hvg.selected()) chosen.push_back(a.names[static_cast<std::size_t>(g)]);

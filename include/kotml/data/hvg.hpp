@@ -13,6 +13,11 @@
 //  * with batches: each batch on its own genes expressed in it (others get 0),
 //    statistics averaged over batches, genes ranked by the number of batches that
 //    selected them, then by mean normalised dispersion (ties in gene-name order).
+//
+// The moments are sums over cells, so the rows can be spread over ranks: each
+// rank sums whole chunks of rows (the chunking depends on the input's shape
+// alone) and the chunks' sums are added exactly, so every rank count gives the
+// same bits.
 
 #include <cstdint>
 #include <limits>
@@ -20,6 +25,8 @@
 #include <vector>
 
 #include "kotml/data/sparse.hpp"
+#include "kotml/dist/comm.hpp"
+#include "kotml/dist/partition.hpp"
 
 namespace kotml::data {
 
@@ -51,5 +58,18 @@ struct HvgResult {
 HvgResult highly_variable_genes(const HostCsr& log_data, const HvgOptions& options,
                                 const std::vector<std::string>& gene_names,
                                 const std::vector<std::int32_t>& batch = {}, std::int64_t n_batches = 0);
+
+/// The rows [begin, end) of an input of `rows` rows (genes columns, n_batches
+/// batches, 0 for none) whose moments `rank` of `ranks` sums: whole chunks, in
+/// contiguous blocks per rank (possibly empty).
+dist::Block hvg_row_block(std::int64_t rows, std::int64_t genes, std::int64_t n_batches, int ranks, int rank);
+
+/// Distributed: `log_rows` are this rank's rows of a log1p input of `total_rows`
+/// rows, hvg_row_block(total_rows, genes, n_batches, comm.size(), comm.rank()),
+/// and `batch` their batches. Every rank returns the result of the one-process
+/// call on all rows, bit for bit. Collective.
+HvgResult highly_variable_genes(const dist::Comm& comm, const HostCsr& log_rows, std::int64_t total_rows,
+                                const HvgOptions& options, const std::vector<std::string>& gene_names,
+                                const std::vector<std::int32_t>& batch, std::int64_t n_batches);
 
 }  // namespace kotml::data

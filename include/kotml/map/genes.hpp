@@ -28,6 +28,7 @@
 
 #include "kotml/data/hvg.hpp"
 #include "kotml/data/sparse.hpp"
+#include "kotml/dist/comm.hpp"
 
 namespace kotml::map {
 
@@ -62,11 +63,14 @@ struct SharedHvgOptions {
 /// (seed, Purpose::subsample, 2^63 + dataset)).
 std::vector<std::int64_t> hvg_sample_rows(std::int64_t n_obs, const SharedHvgOptions& options, int dataset);
 
-/// The shared HVGs of the (already sampled) query and reference counts, both
-/// cells × aligned genes with the same columns, gene_names naming those columns.
-/// result.selected() lists the chosen genes, ascending (the aligned order).
-/// Error when n_top_genes < 1 or the column counts differ.
-data::HvgResult shared_highly_variable_genes(const data::HostCsr& query_counts,
+/// The shared HVGs of the query and reference counts, both cells × aligned
+/// genes with the same columns, gene_names naming those columns: each side
+/// sampled by hvg_sample_rows, the sample's rows normalised and their moments
+/// summed where data::hvg_row_block puts them (every rank holds all cells, each
+/// works on its block), the same bits on any rank count. result.selected()
+/// lists the chosen genes, ascending (the aligned order). Error when
+/// n_top_genes < 1 or the column counts differ. Collective.
+data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data::HostCsr& query_counts,
                                              const data::HostCsr& reference_counts,
                                              const std::vector<std::string>& gene_names,
                                              const SharedHvgOptions& options);
