@@ -48,20 +48,25 @@ HostCsr transpose(const HostCsr& csr) {
 }
 
 HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& columns) {
+  return select_columns(csr, columns, 0, csr.rows);
+}
+
+HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& columns, std::int64_t row_begin,
+                       std::int64_t row_end) {
   std::vector<std::int64_t> position(static_cast<std::size_t>(csr.cols), -1);
   for (std::size_t k = 0; k < columns.size(); ++k) position[columns[k]] = static_cast<std::int64_t>(k);
   HostCsr out;
-  out.rows = csr.rows;
+  out.rows = row_end - row_begin;
   out.cols = static_cast<std::int64_t>(columns.size());
-  out.indptr.assign(static_cast<std::size_t>(csr.rows + 1), 0);
-  for (std::int64_t i = 0; i < csr.rows; ++i) {
+  out.indptr.assign(static_cast<std::size_t>(out.rows + 1), 0);
+  for (std::int64_t i = row_begin; i < row_end; ++i) {
     for (std::int64_t p = csr.indptr[i]; p < csr.indptr[i + 1]; ++p) {
       const auto k = position[csr.indices[p]];
       if (k < 0) continue;
       out.indices.push_back(static_cast<io::SparseIndex>(k));
       out.values.push_back(csr.values[p]);
     }
-    out.indptr[i + 1] = static_cast<std::int64_t>(out.indices.size());
+    out.indptr[i - row_begin + 1] = static_cast<std::int64_t>(out.indices.size());
   }
   return out;
 }

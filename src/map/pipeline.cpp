@@ -15,6 +15,7 @@
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/data/normalize_total.hpp"
+#include "kotml/dist/partition.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/map/features.hpp"
 
@@ -106,7 +107,7 @@ std::vector<float> side_features(const MapInput& side, const std::vector<std::in
     return values;
   }
   dim = static_cast<std::int64_t>(columns.size());
-  return rank_features(data::select_columns(side.counts, columns), begin, end);
+  return rank_features(data::select_columns(side.counts, columns, begin, end));
 }
 
 template <class T>
@@ -208,8 +209,7 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
   MapResult result;
   result.rows = ot::RowBlock::of(query.n_cells(), comm.size(), comm.rank());
   const auto& rows = result.rows;
-  MapFeatures features;
-  comm.phase([&] { features = map_features(query, reference, pre, options, rows); });
+  MapFeatures features = map_features(comm, query, reference, pre, options, rows);
   std::optional<timers::Scope> timed(std::in_place, "stage");
 
   result.a = marginal(query.clusters.codes, query.n_clusters(), options.marginals);
@@ -399,19 +399,27 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   return pre;
 }
 
-MapFeatures map_features(const MapInput& query, const MapInput& reference, const MapPreprocessing& pre,
-                         const MapOptions& options, const ot::RowBlock& rows) {
+MapFeatures map_features(const dist::Comm& comm, const MapInput& query, const MapInput& reference,
+                         const MapPreprocessing& pre, const MapOptions& options, const ot::RowBlock& rows) {
   const timers::Scope timed("features");
   MapFeatures f;
-  std::int64_t query_dim = 0, reference_dim = 0;
-  f.query = side_features(query, hvg_columns(pre.genes.query_index, pre.hvg), options.use_rep, rows.begin,
-                          rows.begin + rows.count, query_dim);
-  f.reference = side_features(reference, hvg_columns(pre.genes.reference_index, pre.hvg), options.use_rep, 0,
-                              reference.n_cells(), reference_dim);
-  if (query_dim != reference_dim || query_dim < 1)
-    throw Error(reference.path, "obsm/" + options.use_rep,
-                "has " + std::to_string(reference_dim) + " columns, the query's has " + std::to_string(query_dim));
-  f.dim = query_dim;
+  const dist::Block own_reference = dist::block_of(reference.n_cells(), comm.size(), comm.rank());
+  std::vector<float> reference_block;
+  comm.phase([&] {
+    std::int64_t query_dim = 0, reference_dim = 0;
+    f.query = side_features(query, hvg_columns(pre.genes.query_index, pre.hvg), options.use_rep, rows.begin,
+                            rows.begin + rows.count, query_dim);
+    reference_block = side_features(reference, hvg_columns(pre.genes.reference_index, pre.hvg), options.use_rep,
+                                    own_reference.begin, own_reference.end, reference_dim);
+    if (query_dim != reference_dim || query_dim < 1)
+      throw Error(reference.path, "obsm/" + options.use_rep,
+                  "has " + std::to_string(reference_dim) + " columns, the query's has " + std::to_string(query_dim));
+    f.dim = query_dim;
+  });
+  // Outside the phase: a rank whose block failed has already thrown with all.
+  f.reference.resize(static_cast<std::size_t>(reference.n_cells() * f.dim));
+  comm.allgatherv(reference_block.data(), static_cast<std::int64_t>(reference_block.size()), f.reference.data(),
+                  static_cast<std::int64_t>(f.reference.size()));
   return f;
 }
 

@@ -31,5 +31,8 @@ HostCsr transpose(const HostCsr& csr);
 /// The given columns, renumbered 0.. in the order listed (ascending input keeps
 /// indices sorted).
 HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& columns);
+/// The same for rows [row_begin, row_end) only, renumbered 0.. .
+HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& columns, std::int64_t row_begin,
+                       std::int64_t row_end);
 
 }  // namespace kotml::data

@@ -116,8 +116,11 @@ struct MapFeatures {
   std::vector<float> reference;  // every reference row × dim
 };
 
-MapFeatures map_features(const MapInput& query, const MapInput& reference, const MapPreprocessing& pre,
-                         const MapOptions& options, const ot::RowBlock& rows);
+/// Collective. The query's features for this rank's rows; the reference's for
+/// every row, each rank computing a contiguous block of rows and the blocks
+/// gathered (the features are per cell, so the bits do not depend on the split).
+MapFeatures map_features(const dist::Comm& comm, const MapInput& query, const MapInput& reference,
+                         const MapPreprocessing& pre, const MapOptions& options, const ot::RowBlock& rows);
 
 struct MapResult {
   ot::RowBlock rows;                       // this rank's query rows
