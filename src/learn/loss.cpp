@@ -3,34 +3,49 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/dist/exact_sum.hpp"
+#include "kotml/dist/partition.hpp"
 
 namespace kotml::learn {
 
-HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha) {
+HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha,
+                     const dist::Comm* comm) {
   if (pair_cost.size() != triplets.pairs.size())
     throw InternalError("triplet loss: one cost per pair expected");
   HingeLoss result;
   result.n_triplets = triplets.size();
   result.d_pair_cost.assign(pair_cost.size(), 0.0);
   if (result.n_triplets == 0) return result;
-  // Counts first, scaled once at the end: exact for any number of triplets.
-  std::vector<std::int64_t> up(pair_cost.size(), 0), down(pair_cost.size(), 0);
-  double total = 0.0;
-  for (std::int64_t t = 0; t < result.n_triplets; ++t) {
-    const auto p = static_cast<std::size_t>(triplets.ij[static_cast<std::size_t>(t)]);
-    const auto q = static_cast<std::size_t>(triplets.jk[static_cast<std::size_t>(t)]);
-    const double margin = pair_cost[p] - pair_cost[q] + alpha;
-    if (margin > 0.0) {
-      total += margin;
-      ++result.n_active;
-      ++up[p];
-      ++down[q];
-    }
+  const bool split = comm != nullptr && comm->size() > 1;
+  const dist::Block mine = split ? dist::block_of(triplets.chunks(), comm->size(), comm->rank())
+                                 : dist::Block{0, triplets.chunks()};
+  // Per pair: active triplets where it is {i, j} (up) and {j, k} (down), and
+  // the active count last; integers, so their sums over ranks are exact.
+  const std::size_t n_pairs = pair_cost.size();
+  std::vector<std::int64_t> counts(2 * n_pairs + 1, 0);
+  std::int64_t* up = counts.data();
+  std::int64_t* down = counts.data() + n_pairs;
+  dist::ExactSum total(1);
+  for (std::int64_t c = mine.begin; c < mine.end; ++c) {
+    double chunk_total = 0.0;
+    std::int64_t active = 0;
+    triplets.for_each_in_chunk(c, [&](std::int32_t p, std::int32_t q) {
+      const double margin = pair_cost[static_cast<std::size_t>(p)] - pair_cost[static_cast<std::size_t>(q)] + alpha;
+      if (margin > 0.0) {
+        chunk_total += margin;
+        ++active;
+        ++up[p];
+        ++down[q];
+      }
+    });
+    total.add(0, chunk_total);
+    counts[2 * n_pairs] += active;
   }
+  if (split) comm->sum_in_place(counts.data(), counts.size());
+  result.n_active = counts[2 * n_pairs];
   const double scale = 1.0 / static_cast<double>(result.n_triplets);
-  result.value = total * scale;
-  for (std::size_t p = 0; p < pair_cost.size(); ++p)
-    result.d_pair_cost[p] = static_cast<double>(up[p] - down[p]) * scale;
+  result.value = (split ? total.allreduce(*comm) : total.local_total())[0] * scale;
+  for (std::size_t p = 0; p < n_pairs; ++p) result.d_pair_cost[p] = static_cast<double>(up[p] - down[p]) * scale;
   return result;
 }
 

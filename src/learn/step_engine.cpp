@@ -74,7 +74,8 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   } else {
     for (std::size_t t = 0; t < plan.mine.size(); ++t) pair_cost[plan.mine[t]] = solutions.costs[t];
   }
-  const auto hinge = hinge_loss(triplets, pair_cost, options_.alpha);
+  // With owners every rank holds every pair's cost: the triplets are split.
+  const auto hinge = hinge_loss(triplets, pair_cost, options_.alpha, owners ? &comm : nullptr);
   timed.reset();
   StepResult result;
   result.epsilon = epsilon;

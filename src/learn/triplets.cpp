@@ -57,15 +57,25 @@ class TripletBuilder {
 }  // namespace
 
 TripletSet all_triplets(const std::vector<int>& labels) {
-  const auto b = static_cast<std::int32_t>(labels.size());
-  TripletBuilder builder(b);
-  for (std::int32_t i = 0; i < b; ++i)
-    for (std::int32_t j = 0; j < b; ++j) {
-      if (labels[static_cast<std::size_t>(i)] != labels[static_cast<std::size_t>(j)]) continue;
-      for (std::int32_t k = 0; k < b; ++k)
-        if (labels[static_cast<std::size_t>(k)] != labels[static_cast<std::size_t>(j)]) builder.add(i, j, k);
+  const auto b = static_cast<std::int64_t>(labels.size());
+  std::map<int, std::int64_t> class_size;
+  for (const int l : labels) ++class_size[l];
+  TripletSet set;
+  set.labels = labels;
+  for (const auto& [label, n] : class_size) set.all_count += n * n * (b - n);
+  // Pairs used: {i, j} within a class when some other class exists, {j, k}
+  // across classes. Numbered in sorted order, as the listed scheme's.
+  set.pair_of.assign(static_cast<std::size_t>(b * b), -1);
+  const bool two_classes = class_size.size() > 1;
+  std::int32_t next = 0;
+  for (std::int64_t x = 0; x < b; ++x)
+    for (std::int64_t y = x; y < b; ++y) {
+      const bool same = labels[static_cast<std::size_t>(x)] == labels[static_cast<std::size_t>(y)];
+      if (same && !two_classes) continue;
+      set.pair_of[static_cast<std::size_t>(x * b + y)] = set.pair_of[static_cast<std::size_t>(y * b + x)] = next++;
+      set.pairs.push_back({static_cast<std::int32_t>(x), static_cast<std::int32_t>(y)});
     }
-  return builder.finish();
+  return set;
 }
 
 TripletSet sampled_triplets(const std::vector<int>& labels, int t, random::Stream& stream) {

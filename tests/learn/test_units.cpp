@@ -92,11 +92,19 @@ TEST(LearnTriplets, AllTripletsAreGgmlOts) {
     std::vector<std::vector<int>> pairs;
     for (const auto& p : set.pairs) pairs.push_back({p.first, p.second});
     EXPECT_EQ(pairs, c["pairs"].get<std::vector<std::vector<int>>>());
-    // Every triplet satisfies label i = label j ≠ label k.
-    for (std::int64_t t = 0; t < set.size(); ++t) {
-      const auto& ij = set.pairs[static_cast<std::size_t>(set.ij[static_cast<std::size_t>(t)])];
-      EXPECT_EQ(labels[static_cast<std::size_t>(ij.first)], labels[static_cast<std::size_t>(ij.second)]);
-    }
+    // Every triplet satisfies label i = label j ≠ label k, and the set visits
+    // as many as it counts, chunk c holding positive i = c.
+    std::int64_t visited = 0;
+    for (std::int64_t c = 0; c < set.chunks(); ++c)
+      set.for_each_in_chunk(c, [&](std::int32_t p, std::int32_t q) {
+        const auto& ij = set.pairs[static_cast<std::size_t>(p)];
+        const auto& jk = set.pairs[static_cast<std::size_t>(q)];
+        EXPECT_EQ(labels[static_cast<std::size_t>(ij.first)], labels[static_cast<std::size_t>(ij.second)]);
+        EXPECT_NE(labels[static_cast<std::size_t>(jk.first)], labels[static_cast<std::size_t>(jk.second)]);
+        EXPECT_TRUE(ij.first == c || ij.second == c);
+        ++visited;
+      });
+    EXPECT_EQ(visited, set.size());
   }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
 #include "kotml/learn/triplets.hpp"
 
 namespace kotml::learn {
@@ -18,11 +19,17 @@ struct HingeLoss {
   std::vector<double> d_pair_cost;   // ∂value/∂D_p per pair p
 };
 
-/// pair_cost[p] is the OT cost of triplets.pairs[p]. The hinge's derivative at
-/// exactly zero is taken as zero (as torch's relu), so a batch whose triplets all
-/// meet the margin has a zero gradient. Sums run in triplet order on every rank,
-/// so every rank gets the same bits.
-HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha);
+/// pair_cost[p] is the OT cost of triplets.pairs[p] (every pair's, on every
+/// rank). The hinge's derivative at exactly zero is taken as zero (as torch's
+/// relu), so a batch whose triplets all meet the margin has a zero gradient.
+/// The derivatives come from integer counts of active triplets; the value is
+/// summed in triplet order within each chunk of the set, then exactly over
+/// chunks. With `comm` (collective) the chunks are split over its ranks in
+/// contiguous blocks and the counts and sums added over them: the triplets are
+/// O(B³), the one part of a step that grows faster than its pairs. Either way
+/// every rank count gives the same bits.
+HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair_cost, double alpha,
+                     const dist::Comm* comm = nullptr);
 
 /// The hinge loss over all triplets of the donors [first, n) of a precomputed
 /// n×n distance matrix with the given labels (per row): a held-out loss that

@@ -4,6 +4,7 @@
 // pairs they need, so that OT is solved once per pair however many triplets use
 // it (GGML-OT's get_unique_triplet_pairs).
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -22,11 +23,49 @@ struct Pair {
   friend bool operator==(const Pair& x, const Pair& y) { return x.first == y.first && x.second == y.second; }
 };
 
+/// The triplets of one batch, in a fixed order, cut into chunks that a rank
+/// takes whole (the loss is summed per chunk, then exactly over chunks).
+///
+/// Listed (the sampled scheme): per triplet, indices into `pairs` of {i, j} and
+/// {j, k}; chunks of `listed_chunk` consecutive triplets.
+/// All (GGML-OT's scheme): not listed, since there are Σ_c n_c²(B − n_c) of
+/// them (250 million at 1000 donors, 2 GB of indices on every rank); the labels
+/// and a B × B table of pair indices stand for them, in the order i, j, k
+/// (outer to inner); chunk c is the triplets of positive i = c.
 struct TripletSet {
+  static constexpr std::int64_t listed_chunk = 4096;
+
   std::vector<Pair> pairs;           // unique, sorted
-  std::vector<std::int32_t> ij;      // per triplet: index into pairs of {i, j}
-  std::vector<std::int32_t> jk;      // per triplet: index into pairs of {j, k}
-  std::int64_t size() const { return static_cast<std::int64_t>(ij.size()); }
+  std::vector<std::int32_t> ij;      // listed: per triplet, index into pairs of {i, j}
+  std::vector<std::int32_t> jk;      // listed: per triplet, index into pairs of {j, k}
+  std::vector<int> labels;           // all: per batch position (empty when listed)
+  std::vector<std::int32_t> pair_of; // all: B × B, index into pairs of {a, b} (−1: none)
+  std::int64_t all_count = 0;        // all: the number of triplets
+
+  bool listed() const { return labels.empty(); }
+  std::int64_t size() const { return listed() ? static_cast<std::int64_t>(ij.size()) : all_count; }
+  std::int64_t chunks() const {
+    return listed() ? (size() + listed_chunk - 1) / listed_chunk : static_cast<std::int64_t>(labels.size());
+  }
+  /// visit(ij, jk) for each triplet of chunk c, in order.
+  template <class Visit>
+  void for_each_in_chunk(std::int64_t c, Visit&& visit) const {
+    if (listed()) {
+      const std::int64_t end = std::min(size(), (c + 1) * listed_chunk);
+      for (std::int64_t t = c * listed_chunk; t < end; ++t)
+        visit(ij[static_cast<std::size_t>(t)], jk[static_cast<std::size_t>(t)]);
+      return;
+    }
+    const auto b = static_cast<std::int64_t>(labels.size());
+    const int label = labels[static_cast<std::size_t>(c)];
+    for (std::int64_t j = 0; j < b; ++j) {
+      if (labels[static_cast<std::size_t>(j)] != label) continue;
+      const std::int32_t p = pair_of[static_cast<std::size_t>(c * b + j)];
+      const std::int32_t* row = pair_of.data() + j * b;
+      for (std::int64_t k = 0; k < b; ++k)
+        if (labels[static_cast<std::size_t>(k)] != label) visit(p, row[k]);
+    }
+  }
 };
 
 /// Every (i, j, k) of the batch with labels[i] = labels[j] ≠ labels[k], i = j
