@@ -259,6 +259,36 @@ void Comm::allgatherv(const double* local, std::int64_t count, double* all, std:
   allgatherv_into(local, count, all, all_count, MPI_DOUBLE, comm_, size_);
 }
 
+std::vector<std::int64_t> Comm::alltoallv(const std::vector<std::int64_t>& send,
+                                          const std::vector<std::int64_t>& send_counts,
+                                          std::vector<std::int64_t>& recv_counts) const {
+  const auto ranks = static_cast<std::size_t>(size_);
+  if (send_counts.size() != ranks) throw InternalError("alltoallv: one count per rank expected");
+  recv_counts.assign(ranks, 0);
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv_counts.data(), 1, MPI_INT64_T, comm_);
+  std::vector<int> sc(ranks), sd(ranks), rc(ranks), rd(ranks);
+  std::int64_t sent = 0, received = 0;
+  bool representable = true;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    representable = representable && sent <= std::numeric_limits<int>::max() &&
+                    received <= std::numeric_limits<int>::max() &&
+                    send_counts[r] <= std::numeric_limits<int>::max() &&
+                    recv_counts[r] <= std::numeric_limits<int>::max();
+    sd[r] = static_cast<int>(sent);
+    rd[r] = static_cast<int>(received);
+    sc[r] = static_cast<int>(send_counts[r]);
+    rc[r] = static_cast<int>(recv_counts[r]);
+    sent += send_counts[r];
+    received += recv_counts[r];
+  }
+  if (!all(representable && static_cast<std::size_t>(sent) == send.size()))
+    throw InternalError("alltoallv: the shares pass the int range of MPI counts or do not match the buffer");
+  std::vector<std::int64_t> out(static_cast<std::size_t>(received));
+  MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_INT64_T, out.data(), rc.data(), rd.data(), MPI_INT64_T,
+                comm_);
+  return out;
+}
+
 std::vector<std::string> Comm::allgather_strings(const std::string& local) const {
   const auto layout = gather_layout(local.size(), comm_, size_);
   std::vector<char> all(static_cast<std::size_t>(layout.total));

@@ -56,6 +56,28 @@ std::vector<double> ExactSum::to_double(std::vector<std::int64_t> limb, std::siz
 
 std::vector<double> ExactSum::local_total() const { return to_double(limbs_, width_); }
 
+std::vector<double> ExactSum::local_total(std::size_t first, std::size_t count) const {
+  internal_check(first + count <= width_, "ExactSum::local_total: range out of the sum");
+  return to_double(std::vector<std::int64_t>(limbs_.begin() + static_cast<std::ptrdiff_t>(first * limbs),
+                                             limbs_.begin() + static_cast<std::ptrdiff_t>((first + count) * limbs)),
+                   count);
+}
+
+void ExactSum::append_limbs(std::size_t first, std::size_t count, std::vector<std::int64_t>& out) const {
+  internal_check(first + count <= width_, "ExactSum::append_limbs: range out of the sum");
+  const std::size_t start = out.size();
+  out.insert(out.end(), limbs_.begin() + static_cast<std::ptrdiff_t>(first * limbs),
+             limbs_.begin() + static_cast<std::ptrdiff_t>((first + count) * limbs));
+  for (std::size_t i = 0; i < count; ++i) Fixed::carry(&out[start + i * limbs]);
+}
+
+void ExactSum::add_limbs(std::size_t first, std::size_t count, const std::int64_t* values) {
+  internal_check(first + count <= width_, "ExactSum::add_limbs: range out of the sum");
+  std::int64_t* target = &limbs_[first * limbs];
+  for (std::size_t v = 0; v < count * limbs; ++v) target[v] += values[v];
+  count_addition();
+}
+
 std::vector<double> ExactSum::allreduce(const Comm& comm) const {
   std::vector<std::int64_t> reduced(limbs_);
   for (std::size_t i = 0; i < width_; ++i) Fixed::carry(&reduced[i * limbs]);

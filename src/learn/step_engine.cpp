@@ -85,7 +85,8 @@ StepResult StepEngine::run(const std::vector<GlobalId>& batch, const TripletSet&
   if (!want_gradient) return result;
 
   const auto h = timers::timed(
-      "reduce H", [&] { return reduce_point_gradients(batch, triplets, plan, hinge, pairs, solutions, k, comm); });
+      "reduce H",
+      [&] { return reduce_point_gradients(batch, triplets, plan, hinge, pairs, solutions, k, comm, owners); });
   result.grad = timers::timed("gradient", [&] { return metric_gradient(batch, plan, h, k, d, comm); });
   return result;
 }
@@ -300,10 +301,12 @@ void StepEngine::solve_sinkhorn(const StepPlan& plan, const ot::CloudBatch<T>& c
 PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& batch, const TripletSet& triplets,
                                                   const StepPlan& plan, const HingeLoss& hinge,
                                                   const ProjectedPairs& pairs, const PairSolutions& solutions,
-                                                  std::int64_t k, const dist::Comm& comm) const {
+                                                  std::int64_t k, const dist::Comm& comm,
+                                                  const PairOwners* owners) const {
   PointGradients out;
   out.first.assign(batch.size(), 0);
-  if (store_->identical_supports()) {
+  const bool shared_support = store_->identical_supports();
+  if (shared_support) {
     out.rows = static_cast<std::int64_t>(store_->pool().extent(0));
   } else {
     for (std::size_t b = 0; b < batch.size(); ++b) {
@@ -311,8 +314,28 @@ PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& b
       out.rows += store_->rows(batch[b]);
     }
   }
+  // Where this rank's sum keeps batch position b's rows: every row of the
+  // batch when the sum is reduced everywhere (one support shared by all donors,
+  // or no pair owners), else only the donors of this rank's pairs, whose sums
+  // then travel to their home ranks.
+  const bool to_homes = owners != nullptr && !shared_support && comm.size() > 1;
+  std::vector<std::int64_t> local_first = out.first;
+  std::vector<std::int32_t> touched;
+  std::int64_t local_rows = out.rows;
+  if (to_homes) {
+    std::vector<std::uint8_t> used(batch.size(), 0);
+    for (const auto p : plan.mine) used[static_cast<std::size_t>(triplets.pairs[p].first)] = used[static_cast<std::size_t>(triplets.pairs[p].second)] = 1;
+    local_rows = 0;
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      local_first[b] = -1;
+      if (!used[b]) continue;
+      touched.push_back(static_cast<std::int32_t>(b));
+      local_first[b] = local_rows;
+      local_rows += store_->rows(batch[b]);
+    }
+  }
   const auto& layout = pairs.layout;
-  dist::ExactSum h_sum(static_cast<std::size_t>(out.rows * k));
+  dist::ExactSum h_sum(static_cast<std::size_t>(local_rows * k));
   comm.phase([&] {
     for (std::size_t u = 0; u < plan.mine.size(); ++u) {
       const double c = hinge.d_pair_cost[plan.mine[u]];
@@ -320,7 +343,7 @@ PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& b
       const auto& pr = triplets.pairs[plan.mine[u]];
       const auto add_rows = [&](const HostMatrix<double>& g, std::int64_t first_row, std::int64_t rows,
                                 std::int32_t position) {
-        const auto base = out.first[static_cast<std::size_t>(position)];
+        const auto base = local_first[static_cast<std::size_t>(position)];
         for (std::int64_t i = 0; i < rows; ++i)
           for (std::int64_t q = 0; q < k; ++q)
             h_sum.add(static_cast<std::size_t>((base + i) * k + q),
@@ -330,8 +353,60 @@ PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& b
       add_rows(solutions.target_gradient, layout.col_offset[u], layout.cols(static_cast<std::int64_t>(u)), pr.second);
     }
   });
-  out.h = h_sum.allreduce(comm);
+  if (!to_homes) {
+    out.h = h_sum.allreduce(comm);
+    return out;
+  }
+  out.h = sum_at_homes(batch, touched, local_first, h_sum, plan, out, k, comm, *owners);
   return out;
+}
+
+std::vector<double> StepEngine::sum_at_homes(const std::vector<GlobalId>& batch, const std::vector<std::int32_t>& touched,
+                                             const std::vector<std::int64_t>& local_first, const dist::ExactSum& h_sum,
+                                             const StepPlan& plan, const PointGradients& layout, std::int64_t k,
+                                             const dist::Comm& comm, const PairOwners& owners) const {
+  // To each home rank: per donor it maps that this rank touched, the batch
+  // position, then the donor's rows × k sums as carried limbs.
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  std::vector<std::vector<std::int64_t>> to(ranks);
+  for (const auto b : touched) {
+    auto& message = to[static_cast<std::size_t>(owners.home(batch[static_cast<std::size_t>(b)]))];
+    message.push_back(b);
+    h_sum.append_limbs(static_cast<std::size_t>(local_first[static_cast<std::size_t>(b)] * k),
+                       static_cast<std::size_t>(store_->rows(batch[static_cast<std::size_t>(b)]) * k), message);
+  }
+  std::vector<std::int64_t> send, send_counts(ranks), recv_counts;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    send.insert(send.end(), to[r].begin(), to[r].end());
+    send_counts[r] = static_cast<std::int64_t>(to[r].size());
+  }
+  const auto received = comm.alltoallv(send, send_counts, recv_counts);
+
+  // The donors this rank maps, in batch order, in a sum of their rows alone.
+  std::vector<std::int64_t> home_first(batch.size(), -1);
+  std::int64_t home_rows = 0;
+  for (const auto b : plan.mapped) {
+    home_first[static_cast<std::size_t>(b)] = home_rows;
+    home_rows += store_->rows(batch[static_cast<std::size_t>(b)]);
+  }
+  dist::ExactSum at_home(static_cast<std::size_t>(home_rows * k));
+  constexpr auto limbs = static_cast<std::size_t>(dist::ExactSum::limbs);
+  for (std::size_t at = 0; at < received.size();) {
+    const auto b = static_cast<std::size_t>(received[at++]);
+    const auto values = static_cast<std::size_t>(store_->rows(batch[b]) * k);
+    internal_check(b < batch.size() && home_first[b] >= 0 && at + values * limbs <= received.size(),
+                   "reduce H: a donor's sums reached a rank that is not its home");
+    at_home.add_limbs(static_cast<std::size_t>(home_first[b] * k), values, &received[at]);
+    at += values * limbs;
+  }
+  std::vector<double> h(static_cast<std::size_t>(layout.rows * k), 0.0);
+  for (const auto b : plan.mapped) {
+    const auto rows = store_->rows(batch[static_cast<std::size_t>(b)]);
+    const auto sums = at_home.local_total(static_cast<std::size_t>(home_first[static_cast<std::size_t>(b)] * k),
+                                          static_cast<std::size_t>(rows * k));
+    std::copy(sums.begin(), sums.end(), h.begin() + layout.first[static_cast<std::size_t>(b)] * k);
+  }
+  return h;
 }
 
 std::vector<double> StepEngine::metric_gradient(const std::vector<GlobalId>& batch, const StepPlan& plan,

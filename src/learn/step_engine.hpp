@@ -28,6 +28,7 @@
 #include "kotml/core/types.hpp"
 #include "kotml/data/cohort.hpp"
 #include "kotml/dist/comm.hpp"
+#include "kotml/dist/exact_sum.hpp"
 #include "kotml/stage/donor_store.hpp"
 #include "kotml/stage/ot_settings.hpp"
 #include "kotml/stage/donor_placement.hpp"
@@ -82,6 +83,8 @@ struct PairSolutions {
 };
 
 /// Phase "reduce H": per point of the batch, Σ_pairs ∂L/∂D_p × its gradient.
+/// With pair owners, each rank holds only the rows of the donors it maps
+/// (StepPlan::mapped); the other rows are zero.
 struct PointGradients {
   std::vector<double> h;            // rows × k, donors in batch order (group-by: the shared support)
   std::vector<std::int64_t> first;  // first row of batch position b
@@ -133,7 +136,16 @@ class StepEngine {
                       double epsilon, bool want_gradient, PairSolutions& out);
   PointGradients reduce_point_gradients(const std::vector<GlobalId>& batch, const TripletSet& triplets,
                                         const StepPlan& plan, const HingeLoss& hinge, const ProjectedPairs& pairs,
-                                        const PairSolutions& solutions, std::int64_t k, const dist::Comm& comm) const;
+                                        const PairSolutions& solutions, std::int64_t k, const dist::Comm& comm,
+                                        const PairOwners* owners) const;
+  /// reduce H with pair owners: each rank's exact sums of the donors its pairs
+  /// touch go to the donors' home ranks (one alltoallv of carried limbs) instead
+  /// of an allreduce of every row of the batch; integer additions, so the same
+  /// bits. Returns rows × k with the home donors' rows filled.
+  std::vector<double> sum_at_homes(const std::vector<GlobalId>& batch, const std::vector<std::int32_t>& touched,
+                                   const std::vector<std::int64_t>& local_first, const dist::ExactSum& h_sum,
+                                   const StepPlan& plan, const PointGradients& layout, std::int64_t k,
+                                   const dist::Comm& comm, const PairOwners& owners) const;
   std::vector<double> metric_gradient(const std::vector<GlobalId>& batch, const StepPlan& plan,
                                       const PointGradients& h, std::int64_t k, std::int64_t d,
                                       const dist::Comm& comm) const;

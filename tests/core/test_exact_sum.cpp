@@ -170,3 +170,28 @@ TEST(FixedPoint, PoisonedSumsAreOutOfEveryAcceptedRange) {
   UnitFixed::poison(limbs);
   EXPECT_GE(UnitFixed::to_double(limbs), std::ldexp(1.0, 50));
 }
+
+TEST(ExactSum, LimbsCarriedToAnotherSumGiveTheSameBits) {
+  // Two partial sums of elements 1..2 of a width-4 sum, one moved into the
+  // other as limbs, equal one sum of everything.
+  std::mt19937_64 gen(7);
+  std::uniform_real_distribution<double> u(-1e3, 1e3);
+  ExactSum whole(4), left(4), right(4), at_home(2);
+  for (int n = 0; n < 200; ++n)
+    for (std::size_t i = 0; i < 4; ++i) {
+      const double v = u(gen) * std::pow(10.0, -static_cast<double>(n % 9));
+      whole.add(i, v);
+      (n % 2 ? left : right).add(i, v);
+    }
+  std::vector<std::int64_t> message;
+  left.append_limbs(1, 2, message);
+  right.append_limbs(1, 2, message);
+  ASSERT_EQ(message.size(), 4 * static_cast<std::size_t>(ExactSum::limbs));
+  at_home.add_limbs(0, 2, message.data());
+  at_home.add_limbs(0, 2, message.data() + 2 * ExactSum::limbs);
+  const auto expected = whole.local_total(1, 2);
+  const auto got = at_home.local_total();
+  EXPECT_EQ(got[0], expected[0]);
+  EXPECT_EQ(got[1], expected[1]);
+  EXPECT_EQ(whole.local_total(1, 2)[1], whole.local_total()[2]);
+}

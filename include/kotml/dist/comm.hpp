@@ -118,6 +118,15 @@ class Comm {
   void allgatherv(const double* local, std::int64_t count, double* all, std::int64_t all_count) const;
   std::vector<std::string> allgather_strings(const std::string& local) const;
 
+  // --- personalised exchange ------------------------------------------------
+  /// `send` holds send_counts[r] values for each rank r in rank order; returns
+  /// the values every rank sent to this one, in rank order, and their counts in
+  /// recv_counts. A share past MPI's int counts throws InternalError on every
+  /// rank.
+  std::vector<std::int64_t> alltoallv(const std::vector<std::int64_t>& send,
+                                      const std::vector<std::int64_t>& send_counts,
+                                      std::vector<std::int64_t>& recv_counts) const;
+
   /// Deterministic sum of per-unit partial vectors. Each rank contributes the
   /// partials of the units it owns (ids[u] is unit u's global id, partials holds
   /// `width` values per unit, row after row). Every rank receives the sum over all

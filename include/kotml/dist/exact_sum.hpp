@@ -42,6 +42,16 @@ class ExactSum {
 
   /// The local total, rounded once to double.
   std::vector<double> local_total() const;
+  /// Elements [first, first + count) of the local total, rounded once.
+  std::vector<double> local_total(std::size_t first, std::size_t count) const;
+
+  /// Elements [first, first + count), carried, appended to `out` as count ×
+  /// limbs int64: what another rank's add_limbs takes, so that sums can travel
+  /// to the rank that needs them instead of being reduced on every rank.
+  void append_limbs(std::size_t first, std::size_t count, std::vector<std::int64_t>& out) const;
+  /// Adds count elements given as carried limbs (append_limbs' layout) to
+  /// elements [first, first + count). Integer additions: exact in any order.
+  void add_limbs(std::size_t first, std::size_t count, const std::int64_t* values);
 
   /// Collective: the total over all ranks, identical bits on every rank.
   std::vector<double> allreduce(const Comm& comm) const;
