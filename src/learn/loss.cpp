@@ -19,12 +19,12 @@ HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair
   const bool split = comm != nullptr && comm->size() > 1;
   const dist::Block mine = split ? dist::block_of(triplets.chunks(), comm->size(), comm->rank())
                                  : dist::Block{0, triplets.chunks()};
-  // Per pair: active triplets where it is {i, j} (up) and {j, k} (down), and
-  // the active count last; integers, so their sums over ranks are exact.
+  // Per pair: active triplets where it is {i, j} less those where it is
+  // {j, k} (the derivative needs only the difference), and the active count
+  // last; integers, so their sums over ranks are exact.
   const std::size_t n_pairs = pair_cost.size();
-  std::vector<std::int64_t> counts(2 * n_pairs + 1, 0);
-  std::int64_t* up = counts.data();
-  std::int64_t* down = counts.data() + n_pairs;
+  std::vector<std::int64_t> counts(n_pairs + 1, 0);
+  std::int64_t* net = counts.data();
   dist::ExactSum total(1);
   for (std::int64_t c = mine.begin; c < mine.end; ++c) {
     double chunk_total = 0.0;
@@ -34,18 +34,18 @@ HingeLoss hinge_loss(const TripletSet& triplets, const std::vector<double>& pair
       if (margin > 0.0) {
         chunk_total += margin;
         ++active;
-        ++up[p];
-        ++down[q];
+        ++net[p];
+        --net[q];
       }
     });
     total.add(0, chunk_total);
-    counts[2 * n_pairs] += active;
+    counts[n_pairs] += active;
   }
   if (split) comm->sum_in_place(counts.data(), counts.size());
-  result.n_active = counts[2 * n_pairs];
+  result.n_active = counts[n_pairs];
   const double scale = 1.0 / static_cast<double>(result.n_triplets);
   result.value = (split ? total.allreduce(*comm) : total.local_total())[0] * scale;
-  for (std::size_t p = 0; p < n_pairs; ++p) result.d_pair_cost[p] = static_cast<double>(up[p] - down[p]) * scale;
+  for (std::size_t p = 0; p < n_pairs; ++p) result.d_pair_cost[p] = static_cast<double>(net[p]) * scale;
   return result;
 }
 
