@@ -80,9 +80,7 @@ void ExactSum::add_limbs(std::size_t first, std::size_t count, const std::int64_
 
 std::vector<double> ExactSum::allreduce(const Comm& comm) const {
   std::vector<std::int64_t> reduced(limbs_);
-  for (std::size_t i = 0; i < width_; ++i) Fixed::carry(&reduced[i * limbs]);
-  if (comm.size() > 1 && !reduced.empty()) comm.sum_in_place(reduced.data(), reduced.size());
-  return to_double(std::move(reduced), width_);
+  return allreduce_fixed_host<Fixed>(&comm, reduced.data(), static_cast<std::int64_t>(width_));
 }
 
 }  // namespace kotml::dist

@@ -304,35 +304,26 @@ PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& b
                                                   std::int64_t k, const dist::Comm& comm,
                                                   const PairOwners* owners) const {
   PointGradients out;
-  out.first.assign(batch.size(), 0);
   const bool shared_support = store_->identical_supports();
   if (shared_support) {
+    out.first.assign(batch.size(), 0);
     out.rows = static_cast<std::int64_t>(store_->pool().extent(0));
   } else {
-    for (std::size_t b = 0; b < batch.size(); ++b) {
-      out.first[b] = out.rows;
-      out.rows += store_->rows(batch[b]);
-    }
+    out.rows = pack_rows(batch, std::vector<std::uint8_t>(batch.size(), 1), out.first);
   }
   // Where this rank's sum keeps batch position b's rows: every row of the
   // batch when the sum is reduced everywhere (one support shared by all donors,
-  // or no pair owners), else only the donors of this rank's pairs, whose sums
-  // then travel to their home ranks.
+  // or no pair owners), else only the donors of this rank's pairs (−1 for the
+  // others), whose sums then travel to their home ranks.
   const bool to_homes = owners != nullptr && !shared_support && comm.size() > 1;
   std::vector<std::int64_t> local_first = out.first;
-  std::vector<std::int32_t> touched;
   std::int64_t local_rows = out.rows;
   if (to_homes) {
-    std::vector<std::uint8_t> used(batch.size(), 0);
-    for (const auto p : plan.mine) used[static_cast<std::size_t>(triplets.pairs[p].first)] = used[static_cast<std::size_t>(triplets.pairs[p].second)] = 1;
-    local_rows = 0;
-    for (std::size_t b = 0; b < batch.size(); ++b) {
-      local_first[b] = -1;
-      if (!used[b]) continue;
-      touched.push_back(static_cast<std::int32_t>(b));
-      local_first[b] = local_rows;
-      local_rows += store_->rows(batch[b]);
-    }
+    std::vector<std::uint8_t> touched(batch.size(), 0);
+    for (const auto p : plan.mine)
+      touched[static_cast<std::size_t>(triplets.pairs[p].first)] =
+          touched[static_cast<std::size_t>(triplets.pairs[p].second)] = 1;
+    local_rows = pack_rows(batch, touched, local_first);
   }
   const auto& layout = pairs.layout;
   dist::ExactSum h_sum(static_cast<std::size_t>(local_rows * k));
@@ -357,11 +348,23 @@ PointGradients StepEngine::reduce_point_gradients(const std::vector<GlobalId>& b
     out.h = h_sum.allreduce(comm);
     return out;
   }
-  out.h = sum_at_homes(batch, touched, local_first, h_sum, plan, out, k, comm, *owners);
+  out.h = sum_at_homes(batch, local_first, h_sum, plan, out, k, comm, *owners);
   return out;
 }
 
-std::vector<double> StepEngine::sum_at_homes(const std::vector<GlobalId>& batch, const std::vector<std::int32_t>& touched,
+std::int64_t StepEngine::pack_rows(const std::vector<GlobalId>& batch, const std::vector<std::uint8_t>& take,
+                                   std::vector<std::int64_t>& first) const {
+  first.assign(batch.size(), -1);
+  std::int64_t rows = 0;
+  for (std::size_t b = 0; b < batch.size(); ++b)
+    if (take[b]) {
+      first[b] = rows;
+      rows += store_->rows(batch[b]);
+    }
+  return rows;
+}
+
+std::vector<double> StepEngine::sum_at_homes(const std::vector<GlobalId>& batch,
                                              const std::vector<std::int64_t>& local_first, const dist::ExactSum& h_sum,
                                              const StepPlan& plan, const PointGradients& layout, std::int64_t k,
                                              const dist::Comm& comm, const PairOwners& owners) const {
@@ -369,11 +372,12 @@ std::vector<double> StepEngine::sum_at_homes(const std::vector<GlobalId>& batch,
   // position, then the donor's rows × k sums as carried limbs.
   const auto ranks = static_cast<std::size_t>(comm.size());
   std::vector<std::vector<std::int64_t>> to(ranks);
-  for (const auto b : touched) {
-    auto& message = to[static_cast<std::size_t>(owners.home(batch[static_cast<std::size_t>(b)]))];
-    message.push_back(b);
-    h_sum.append_limbs(static_cast<std::size_t>(local_first[static_cast<std::size_t>(b)] * k),
-                       static_cast<std::size_t>(store_->rows(batch[static_cast<std::size_t>(b)]) * k), message);
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    if (local_first[b] < 0) continue;
+    auto& message = to[static_cast<std::size_t>(owners.home(batch[b]))];
+    message.push_back(static_cast<std::int64_t>(b));
+    h_sum.append_limbs(static_cast<std::size_t>(local_first[b] * k), static_cast<std::size_t>(store_->rows(batch[b]) * k),
+                       message);
   }
   std::vector<std::int64_t> send, send_counts(ranks), recv_counts;
   for (std::size_t r = 0; r < ranks; ++r) {
@@ -383,12 +387,10 @@ std::vector<double> StepEngine::sum_at_homes(const std::vector<GlobalId>& batch,
   const auto received = comm.alltoallv(send, send_counts, recv_counts);
 
   // The donors this rank maps, in batch order, in a sum of their rows alone.
-  std::vector<std::int64_t> home_first(batch.size(), -1);
-  std::int64_t home_rows = 0;
-  for (const auto b : plan.mapped) {
-    home_first[static_cast<std::size_t>(b)] = home_rows;
-    home_rows += store_->rows(batch[static_cast<std::size_t>(b)]);
-  }
+  std::vector<std::uint8_t> mapped(batch.size(), 0);
+  for (const auto b : plan.mapped) mapped[static_cast<std::size_t>(b)] = 1;
+  std::vector<std::int64_t> home_first;
+  const std::int64_t home_rows = pack_rows(batch, mapped, home_first);
   dist::ExactSum at_home(static_cast<std::size_t>(home_rows * k));
   constexpr auto limbs = static_cast<std::size_t>(dist::ExactSum::limbs);
   for (std::size_t at = 0; at < received.size();) {

@@ -138,12 +138,16 @@ class StepEngine {
                                         const StepPlan& plan, const HingeLoss& hinge, const ProjectedPairs& pairs,
                                         const PairSolutions& solutions, std::int64_t k, const dist::Comm& comm,
                                         const PairOwners* owners) const;
+  /// The rows of the batch positions b with take[b], packed in batch order:
+  /// first[b] is b's first row (−1 where not taken); returns the rows in all.
+  std::int64_t pack_rows(const std::vector<GlobalId>& batch, const std::vector<std::uint8_t>& take,
+                         std::vector<std::int64_t>& first) const;
   /// reduce H with pair owners: each rank's exact sums of the donors its pairs
-  /// touch go to the donors' home ranks (one alltoallv of carried limbs) instead
+  /// touch (local_first[b] ≥ 0) go to the donors' home ranks (one alltoallv of carried limbs) instead
   /// of an allreduce of every row of the batch; integer additions, so the same
   /// bits. Returns rows × k with the home donors' rows filled.
-  std::vector<double> sum_at_homes(const std::vector<GlobalId>& batch, const std::vector<std::int32_t>& touched,
-                                   const std::vector<std::int64_t>& local_first, const dist::ExactSum& h_sum,
+  std::vector<double> sum_at_homes(const std::vector<GlobalId>& batch, const std::vector<std::int64_t>& local_first,
+                                   const dist::ExactSum& h_sum,
                                    const StepPlan& plan, const PointGradients& layout, std::int64_t k,
                                    const dist::Comm& comm, const PairOwners& owners) const;
   std::vector<double> metric_gradient(const std::vector<GlobalId>& batch, const StepPlan& plan,

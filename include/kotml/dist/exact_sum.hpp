@@ -66,21 +66,28 @@ class ExactSum {
   std::int64_t additions_ = 0;
 };
 
-/// The device half's totals: `values` fixed-point numbers of Fixed::limbs limbs
-/// each (value-major, in any memory space), carried, summed over the ranks of
+/// `values` fixed-point numbers of Fixed::limbs limbs each (value-major, host
+/// memory, modified: carried, then summed in place), summed over the ranks of
 /// `comm` (when given; nullptr: this process alone) and rounded once to double.
 /// Carrying first keeps every limb below 2^32, so the sum over ranks cannot
-/// overflow. Collective when comm is given.
+/// overflow. Collective when comm is given. ExactSum::allreduce and the device
+/// half's totals below both end here.
+template <class Fixed>
+std::vector<double> allreduce_fixed_host(const Comm* comm, std::int64_t* limbs, std::int64_t values) {
+  for (std::int64_t j = 0; j < values; ++j) Fixed::carry(limbs + j * Fixed::limbs);
+  if (comm != nullptr && comm->size() > 1 && values > 0)
+    comm->sum_in_place(limbs, static_cast<std::size_t>(values * Fixed::limbs));
+  std::vector<double> total(static_cast<std::size_t>(values));
+  for (std::int64_t j = 0; j < values; ++j) total[static_cast<std::size_t>(j)] = Fixed::to_double(limbs + j * Fixed::limbs);
+  return total;
+}
+
+/// The device half's totals: the limbs in any memory space (a host copy where
+/// they are not host memory; host limbs are carried and summed in place).
 template <class Fixed, class LimbView>
 std::vector<double> allreduce_fixed(const Comm* comm, const LimbView& limbs, std::int64_t values) {
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), limbs);
-  for (std::int64_t j = 0; j < values; ++j) Fixed::carry(host.data() + j * Fixed::limbs);
-  if (comm != nullptr && comm->size() > 1)
-    comm->sum_in_place(host.data(), static_cast<std::size_t>(values * Fixed::limbs));
-  std::vector<double> total(static_cast<std::size_t>(values));
-  for (std::int64_t j = 0; j < values; ++j)
-    total[static_cast<std::size_t>(j)] = Fixed::to_double(host.data() + j * Fixed::limbs);
-  return total;
+  return allreduce_fixed_host<Fixed>(comm, host.data(), values);
 }
 
 }  // namespace kotml::dist
