@@ -54,13 +54,15 @@ void products_portable(const T* x, std::int64_t ldx, std::int64_t rows, const T*
 #define KOTML_TILE_AVX2 1
 
 /// R rows × two vectors of columns, float: 2R accumulators of 8 lanes.
-template <int R, bool Difference>
+template <int R, bool Difference, bool Prefetch>
 __attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const float* x, std::int64_t ldx,
-                                                                          const float* panel, int dim, float* out) {
+                                                                          const float* panel, int dim, float* out,
+                                                                          const float* ahead) {
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int k = 0; k < dim; ++k) {
     const float* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
+    if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::int64_t>(k) * tile_cols), _MM_HINT_T1);
     const __m256 y0 = _mm256_loadu_ps(yk), y1 = _mm256_loadu_ps(yk + 8);
     for (int r = 0; r < R; ++r) {
       const __m256 xr = _mm256_broadcast_ss(x + r * ldx + k);
@@ -81,13 +83,15 @@ __attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const 
 }
 
 /// The same for double: 2R accumulators of 4 lanes, 8 columns.
-template <int R, bool Difference>
+template <int R, bool Difference, bool Prefetch>
 __attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const double* x, std::int64_t ldx,
-                                                                          const double* panel, int dim, double* out) {
+                                                                          const double* panel, int dim, double* out,
+                                                                          const double* ahead) {
   __m256d acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_pd();
   for (int k = 0; k < dim; ++k) {
     const double* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
+    if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::int64_t>(k) * tile_cols), _MM_HINT_T1);
     const __m256d y0 = _mm256_loadu_pd(yk), y1 = _mm256_loadu_pd(yk + 4);
     for (int r = 0; r < R; ++r) {
       const __m256d xr = _mm256_broadcast_sd(x + r * ldx + k);
@@ -117,11 +121,25 @@ __attribute__((target("avx2,fma"))) void products_avx2(const T* x, std::int64_t 
   constexpr std::int64_t V = 64 / sizeof(T);
   const std::int64_t padded = (width + V - 1) / V * V;
   for (std::int64_t j = 0; j < padded; j += V) {
+    // While the first row block walks this strip, the next strip (or the next
+    // column tile's first, which follows this panel in y_packed) is fetched
+    // into L2: a strip is one line per 1 KB stride, which the hardware
+    // prefetchers do not follow across pages, so a walk that meets each panel
+    // once (a row tile's sweep over column tiles) otherwise waits on memory.
+    const T* ahead = j + V < padded ? panel + j + V : panel + static_cast<std::int64_t>(dim) * tile_cols;
     std::int64_t i = 0;
-    for (; i + 6 <= rows; i += 6) block_avx2<6, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
-    for (; i + 4 <= rows; i += 4) block_avx2<4, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
-    for (; i + 2 <= rows; i += 2) block_avx2<2, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
-    for (; i < rows; ++i) block_avx2<1, Difference>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j);
+    if (i + 6 <= rows) {
+      block_avx2<6, Difference, true>(x, ldx, panel + j, dim, out + j, ahead);
+      i += 6;
+    }
+    for (; i + 6 <= rows; i += 6)
+      block_avx2<6, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i + 4 <= rows; i += 4)
+      block_avx2<4, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i + 2 <= rows; i += 2)
+      block_avx2<2, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i < rows; ++i)
+      block_avx2<1, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
   }
 }
 
