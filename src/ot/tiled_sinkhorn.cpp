@@ -467,10 +467,16 @@ struct TiledSinkhorn<T>::Impl {
     if (!have_shift) exact_shifts(eps);
     else set_shifts_from(col_lse);
     Kokkos::deep_copy(limbs, std::int64_t(0));
-    detail::BothSweep<T> sweep{data, h, u, shift, static_cast<T>(1.0 / eps), lse_row, limbs};
+    if (have_row_guess) Kokkos::deep_copy(redone, 0);
+    detail::RowSweep<T> row_part{data, h, static_cast<T>(1.0 / eps), lse_row, false,
+                                 have_row_guess ? Vector<const double>(row_guess) : Vector<const double>(), redone};
+    detail::BothSweep<T> sweep{row_part, u, shift, limbs};
     Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
     ++sweeps;
+    if (have_row_guess) retries += detail::count_flagged(redone) > 0 ? 1 : 0;
+    Kokkos::deep_copy(row_guess, lse_row);
+    have_row_guess = true;
     rows_out = local_rows_of(lse_row);
     if (!finish_columns(reduce_columns(limbs, padded_cols()), cols_out, have_shift)) {
       ++retries;

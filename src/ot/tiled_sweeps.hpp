@@ -78,6 +78,8 @@ struct RowSweep {
 
   static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + 64); }
 
+  KOKKOS_INLINE_FUNCTION bool guessed() const { return shift.extent(0) > 0 && !row_cost_sum; }
+
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
     const std::int64_t rows = costs.rows_in(I);
@@ -86,25 +88,96 @@ struct RowSweep {
     double* top = pad.take<double>(tile_rows);
     double* sum = pad.take<double>(tile_rows);
     int* failed = pad.take<int>(1);
-    const bool guessed = shift.extent(0) > 0 && !row_cost_sum;
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { *failed = 0; });
-    if (guessed) {
+    if (guessed()) {
       sweep(team, I, rows, buffer, top, sum, true);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          const std::int64_t r = I * tile_rows + i;
-          const double t = sum[i];
-          if (t >= 0x1p-20 && t <= 0x1p30)
-            lse(r) = static_cast<double>(static_cast<T>(shift(r))) + kmath::log(t);
-          else
-            Kokkos::atomic_add(failed, 1);
-        });
-      });
-      team.team_barrier();
-      if (*failed == 0) return;
-      Kokkos::single(Kokkos::PerTeam(team), [&]() { redone(I) = 1; });
+      if (accept_guess(team, I, rows, sum, failed)) return;
     }
     sweep(team, I, rows, buffer, top, sum, false);
+    write(team, I, rows, top, sum);
+  }
+
+  /// Clears the row tile's (top, sum).
+  KOKKOS_INLINE_FUNCTION void start(const TileMember& team, std::int64_t rows, double* top, double* sum) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        top[i] = -kmath::infinity<double>();
+        sum[i] = 0;
+      });
+    });
+    team.team_barrier();
+  }
+
+  /// One pass over the row tile's column tiles: shifted sums (one_pass), cost
+  /// sums, or per-tile log-sum-exps merged into (top, sum).
+  KOKKOS_INLINE_FUNCTION void sweep(const TileMember& team, std::int64_t I, std::int64_t rows, T* buffer,
+                                    double* top, double* sum, bool one_pass) const {
+    start(team, rows, top, sum);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      add_tile(team, I, J, rows, costs.tile(team, I, J, buffer), top, sum, one_pass);
+      team.team_barrier();
+    }
+  }
+
+  /// Column tile J's part of each row's value (in order after tiles < J).
+  KOKKOS_INLINE_FUNCTION void add_tile(const TileMember& team, std::int64_t I, std::int64_t J, std::int64_t rows,
+                                       const T* tile, double* top, double* sum, bool one_pass) const {
+    const std::int64_t width = costs.cols_in(J);
+    const T* hj = h.data() + J * tile_cols;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      const T* c = tile + i * tile_cols;
+      if (row_cost_sum) {
+        double part = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, width),
+            [&](const std::int64_t j, double& local) { local += static_cast<double>(c[j]); }, part);
+        Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += part; });
+        return;
+      }
+      if (one_pass) {
+        const T part = row_sum(team, c, hj, width, s, static_cast<T>(shift(I * tile_rows + i)));
+        Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += static_cast<double>(part); });
+        return;
+      }
+      const T piece = row_lse(team, c, hj, width, s, kmath::infinity<T>());
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const double value = static_cast<double>(piece);
+        if (!(value > -kmath::infinity<double>())) return;
+        if (value > top[i]) {
+          sum[i] = sum[i] * kmath::exp(top[i] - value) + 1.0;
+          top[i] = value;
+        } else {
+          sum[i] += kmath::exp(value - top[i]);
+        }
+      });
+    });
+  }
+
+  /// After a one-pass sweep: writes every row's value and returns true when
+  /// each shifted total lies in [2^-20, 2^30]; otherwise flags the row tile
+  /// (its rows are then redone in two passes) and returns false.
+  KOKKOS_INLINE_FUNCTION bool accept_guess(const TileMember& team, std::int64_t I, std::int64_t rows,
+                                           const double* sum, int* failed) const {
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { *failed = 0; });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const std::int64_t r = I * tile_rows + i;
+        const double t = sum[i];
+        if (t >= 0x1p-20 && t <= 0x1p30)
+          lse(r) = static_cast<double>(static_cast<T>(shift(r))) + kmath::log(t);
+        else
+          Kokkos::atomic_add(failed, 1);
+      });
+    });
+    team.team_barrier();
+    if (*failed == 0) return true;
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { redone(I) = 1; });
+    return false;
+  }
+
+  /// After a two-pass (or cost-sum) sweep: the rows' values.
+  KOKKOS_INLINE_FUNCTION void write(const TileMember& team, std::int64_t I, std::int64_t rows, const double* top,
+                                    const double* sum) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() {
         const std::int64_t r = I * tile_rows + i;
@@ -114,52 +187,6 @@ struct RowSweep {
           lse(r) = sum[i] > 0 ? top[i] + kmath::log(sum[i]) : -kmath::infinity<double>();
       });
     });
-  }
-
-  /// One pass over the row tile's column tiles: shifted sums (one_pass), cost
-  /// sums, or per-tile log-sum-exps merged into (top, sum).
-  KOKKOS_INLINE_FUNCTION void sweep(const TileMember& team, std::int64_t I, std::int64_t rows, T* buffer,
-                                    double* top, double* sum, bool one_pass) const {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        top[i] = -kmath::infinity<double>();
-        sum[i] = 0;
-      });
-    });
-    team.team_barrier();
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
-      const T* tile = costs.tile(team, I, J, buffer);
-      const std::int64_t width = costs.cols_in(J);
-      const T* hj = h.data() + J * tile_cols;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-        const T* c = tile + i * tile_cols;
-        if (row_cost_sum) {
-          double part = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::ThreadVectorRange(team, width),
-              [&](const std::int64_t j, double& local) { local += static_cast<double>(c[j]); }, part);
-          Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += part; });
-          return;
-        }
-        if (one_pass) {
-          const T part = row_sum(team, c, hj, width, s, static_cast<T>(shift(I * tile_rows + i)));
-          Kokkos::single(Kokkos::PerThread(team), [&]() { sum[i] += static_cast<double>(part); });
-          return;
-        }
-        const T piece = row_lse(team, c, hj, width, s, kmath::infinity<T>());
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          const double value = static_cast<double>(piece);
-          if (!(value > -kmath::infinity<double>())) return;
-          if (value > top[i]) {
-            sum[i] = sum[i] * kmath::exp(top[i] - value) + 1.0;
-            top[i] = value;
-          } else {
-            sum[i] += kmath::exp(value - top[i]);
-          }
-        });
-      });
-      team.team_barrier();
-    }
   }
 };
 
@@ -237,22 +264,22 @@ struct ColumnSweep {
 // ------------------------------------------------------- both at once
 
 /// The symmetric update's sweep: one pass per row tile gives both the row
-/// log-sum-exps (as RowSweep, with h) and the shifted column sums (as
-/// ColumnSweep's sum mode, with u and shift), the column deposits made
+/// log-sum-exps (as RowSweep, with h and its guessed shifts: a row tile whose
+/// guess fails redoes its rows alone in two passes) and the shifted column sums
+/// (as ColumnSweep's sum mode, with u and shift), the column deposits made
 /// atomically since every team adds to every column.
 template <class T>
 struct BothSweep {
-  TileCostData<T> costs;
-  Vector<const T> h, u, shift;
-  T s;
-  Vector<double> lse;
+  RowSweep<T> row_part;  // costs, h, s, lse, guesses
+  Vector<const T> u, shift;
   Limbs limbs;
 
   static std::size_t scratch_bytes() {
-    return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + tile_cols * sizeof(T));
+    return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + tile_cols * sizeof(T) + 64);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const TileCostData<T>& costs = row_part.costs;
     const std::int64_t I = team.league_rank();
     const std::int64_t rows = costs.rows_in(I);
     ScratchCarver pad{team.team_scratch(1)};
@@ -260,32 +287,16 @@ struct BothSweep {
     double* top = pad.take<double>(tile_rows);
     double* sum = pad.take<double>(tile_rows);
     T* acc = pad.take<T>(tile_cols);
+    int* failed = pad.take<int>(1);
     const T* ui = u.data() + I * tile_rows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        top[i] = -kmath::infinity<double>();
-        sum[i] = 0;
-      });
-    });
-    team.team_barrier();
+    const T s = row_part.s;
+    const bool guessed = row_part.guessed();
+    row_part.start(team, rows, top, sum);
     for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
       const T* tile = costs.tile(team, I, J, buffer);
       const std::int64_t width = costs.cols_in(J);
       const std::int64_t col0 = J * tile_cols;
-      const T* hj = h.data() + col0;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-        const T piece = row_lse(team, tile + i * tile_cols, hj, width, s, kmath::infinity<T>());
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          const double value = static_cast<double>(piece);
-          if (!(value > -kmath::infinity<double>())) return;
-          if (value > top[i]) {
-            sum[i] = sum[i] * kmath::exp(top[i] - value) + 1.0;
-            top[i] = value;
-          } else {
-            sum[i] += kmath::exp(value - top[i]);
-          }
-        });
-      });
+      row_part.add_tile(team, I, J, rows, tile, top, sum, guessed);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
         Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
       });
@@ -307,11 +318,11 @@ struct BothSweep {
       });
       team.team_barrier();
     }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        lse(I * tile_rows + i) = sum[i] > 0 ? top[i] + kmath::log(sum[i]) : -kmath::infinity<double>();
-      });
-    });
+    if (guessed) {
+      if (row_part.accept_guess(team, I, rows, sum, failed)) return;
+      row_part.sweep(team, I, rows, buffer, top, sum, false);
+    }
+    row_part.write(team, I, rows, top, sum);
   }
 };
 

@@ -178,7 +178,8 @@ struct TiledSinkhornReport {
   std::size_t stored_bytes = 0;  // the largest rank's bytes for stored costs
   std::size_t cost_memory = 0;   // the smallest rank's budget that decided
   std::int64_t tile_sweeps = 0;     // passes over every tile of a rank
-  std::int64_t shift_retries = 0;   // column half-steps redone with exact maxima
+  std::int64_t shift_retries = 0;   // sweeps whose guessed shifts failed (this rank): row tiles
+                                    // redone in two passes, or columns with exact maxima
   bool scaling_domain = false;      // the scaling domain ran (and did not fall back)
   bool scaling_fallback = false;    // it failed and the log domain finished the solve
   std::int64_t kernel_builds = 0;   // whole-K̃ builds
