@@ -143,6 +143,79 @@ __attribute__((target("avx2,fma"))) void products_avx2(const T* x, std::int64_t 
   }
 }
 
+// Overloads that let one AVX-512 block serve float and double.
+#define KOTML_AVX512 __attribute__((target("avx512f"), always_inline)) inline
+KOTML_AVX512 __m512 load512(const float* p) { return _mm512_loadu_ps(p); }
+KOTML_AVX512 __m512d load512(const double* p) { return _mm512_loadu_pd(p); }
+KOTML_AVX512 void store512(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+KOTML_AVX512 void store512(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
+KOTML_AVX512 __m512 splat512(float v) { return _mm512_set1_ps(v); }
+KOTML_AVX512 __m512d splat512(double v) { return _mm512_set1_pd(v); }
+KOTML_AVX512 __m512 fmadd512(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+KOTML_AVX512 __m512d fmadd512(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
+KOTML_AVX512 __m512 sub512(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
+KOTML_AVX512 __m512d sub512(__m512d a, __m512d b) { return _mm512_sub_pd(a, b); }
+
+/// AVX-512: R rows × two 512-bit vectors of columns (32 floats or 16 doubles),
+/// 2R accumulators; per lane the same chain as block_avx2.
+template <int R, bool Difference, bool Prefetch, class T>
+KOTML_AVX512 void block_avx512(const T* x, std::int64_t ldx, const T* panel, int dim, T* out, const T* ahead) {
+  constexpr int lanes = 64 / sizeof(T);
+  decltype(load512(panel)) acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = splat512(T(0));
+  for (int k = 0; k < dim; ++k) {
+    const T* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
+    if constexpr (Prefetch) {
+      const char* line = reinterpret_cast<const char*>(ahead + static_cast<std::int64_t>(k) * tile_cols);
+      _mm_prefetch(line, _MM_HINT_T1);
+      _mm_prefetch(line + 64, _MM_HINT_T1);
+    }
+    const auto y0 = load512(yk), y1 = load512(yk + lanes);
+    for (int r = 0; r < R; ++r) {
+      const auto xr = splat512(x[r * ldx + k]);
+      if constexpr (Difference) {
+        const auto d0 = sub512(xr, y0), d1 = sub512(xr, y1);
+        acc[r][0] = fmadd512(d0, d0, acc[r][0]);
+        acc[r][1] = fmadd512(d1, d1, acc[r][1]);
+      } else {
+        acc[r][0] = fmadd512(xr, y0, acc[r][0]);
+        acc[r][1] = fmadd512(xr, y1, acc[r][1]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    store512(out + r * tile_cols, acc[r][0]);
+    store512(out + r * tile_cols + lanes, acc[r][1]);
+  }
+}
+#undef KOTML_AVX512
+
+/// As products_avx2 with strips of 32 floats or 16 doubles and rows in blocks
+/// of 8: on cores with full-width AVX-512 units twice the multiply-adds per
+/// cycle.
+template <class T, bool Difference>
+__attribute__((target("avx512f"))) void products_avx512(const T* x, std::int64_t ldx, std::int64_t rows,
+                                                         const T* panel, std::int64_t width, int dim, T* out) {
+  constexpr std::int64_t V = 128 / sizeof(T);
+  const std::int64_t padded = (width + V - 1) / V * V;
+  for (std::int64_t j = 0; j < padded; j += V) {
+    const T* ahead = j + V < padded ? panel + j + V : panel + static_cast<std::int64_t>(dim) * tile_cols;
+    std::int64_t i = 0;
+    if (i + 8 <= rows) {
+      block_avx512<8, Difference, true>(x, ldx, panel + j, dim, out + j, ahead);
+      i += 8;
+    }
+    for (; i + 8 <= rows; i += 8)
+      block_avx512<8, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i + 4 <= rows; i += 4)
+      block_avx512<4, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i + 2 <= rows; i += 2)
+      block_avx512<2, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i < rows; ++i)
+      block_avx512<1, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+  }
+}
+
 #endif
 
 template <class T>
@@ -150,6 +223,13 @@ void products(const TileCostData<T>& d, const T* x, std::int64_t rows, const T* 
   const bool difference = d.kind == Cost::euclidean;
 #ifdef KOTML_TILE_AVX2
   // Every level from x86-64-v3 up has AVX2 and FMA.
+  if (simd::active() == simd::Level::x86_64_v4) {
+    if (difference)
+      products_avx512<T, true>(x, d.dim, rows, panel, width, d.dim, out);
+    else
+      products_avx512<T, false>(x, d.dim, rows, panel, width, d.dim, out);
+    return;
+  }
   if (simd::active() != simd::Level::baseline) {
     if (difference)
       products_avx2<T, true>(x, d.dim, rows, panel, width, d.dim, out);

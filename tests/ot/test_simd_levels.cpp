@@ -293,7 +293,8 @@ TEST(SimdLevels, PricingScansHaveTheBaselineAnswers) {
 template <class T>
 Outputs tiled_potentials(ot::Cost kind, bool labelled, ot::CostStorage storage, ot::SinkhornDomain domain) {
   static const dist::Comm self(MPI_COMM_SELF);
-  const auto x = ot::test::random_cloud(70, 9, 1), y = ot::test::random_cloud(300, 9, 2);
+  // 71 rows: a full row tile, then blocks of 4, 2 and 1 rows in the products.
+  const auto x = ot::test::random_cloud(71, 9, 1), y = ot::test::random_cloud(300, 9, 2);
   ot::PointCost cost;
   cost.kind = kind;
   cost.feature_weight = 0.75;
