@@ -111,38 +111,6 @@ __attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const 
   }
 }
 
-/// The tile's products: columns in blocks of 16 floats or 8 doubles up to the
-/// padded width (y is zero past m), and for each, rows in blocks of 6 (then 4,
-/// 2, 1): a column block's k-major strip of y stays in L1 while every row block
-/// of the tile runs over it.
-template <class T, bool Difference>
-__attribute__((target("avx2,fma"))) void products_avx2(const T* x, std::int64_t ldx, std::int64_t rows,
-                                                       const T* panel, std::int64_t width, int dim, T* out) {
-  constexpr std::int64_t V = 64 / sizeof(T);
-  const std::int64_t padded = (width + V - 1) / V * V;
-  for (std::int64_t j = 0; j < padded; j += V) {
-    // While the first row block walks this strip, the next strip (or the next
-    // column tile's first, which follows this panel in y_packed) is fetched
-    // into L2: a strip is one line per 1 KB stride, which the hardware
-    // prefetchers do not follow across pages, so a walk that meets each panel
-    // once (a row tile's sweep over column tiles) otherwise waits on memory.
-    const T* ahead = j + V < padded ? panel + j + V : panel + static_cast<std::int64_t>(dim) * tile_cols;
-    std::int64_t i = 0;
-    if (i + 6 <= rows) {
-      block_avx2<6, Difference, true>(x, ldx, panel + j, dim, out + j, ahead);
-      i += 6;
-    }
-    for (; i + 6 <= rows; i += 6)
-      block_avx2<6, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
-    for (; i + 4 <= rows; i += 4)
-      block_avx2<4, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
-    for (; i + 2 <= rows; i += 2)
-      block_avx2<2, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
-    for (; i < rows; ++i)
-      block_avx2<1, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
-  }
-}
-
 // Overloads that let one AVX-512 block serve float and double.
 #define KOTML_AVX512 __attribute__((target("avx512f"), always_inline)) inline
 KOTML_AVX512 __m512 load512(const float* p) { return _mm512_loadu_ps(p); }
@@ -190,29 +158,64 @@ KOTML_AVX512 void block_avx512(const T* x, std::int64_t ldx, const T* panel, int
 }
 #undef KOTML_AVX512
 
-/// As products_avx2 with strips of 32 floats or 16 doubles and rows in blocks
-/// of 8: on cores with full-width AVX-512 units twice the multiply-adds per
-/// cycle.
-template <class T, bool Difference>
-__attribute__((target("avx512f"))) void products_avx512(const T* x, std::int64_t ldx, std::int64_t rows,
-                                                         const T* panel, std::int64_t width, int dim, T* out) {
-  constexpr std::int64_t V = 128 / sizeof(T);
+/// The host SIMD blocks of one instruction set behind one interface: strips of
+/// `strip` columns (two vectors), rows in blocks of `first_rows` where the tile
+/// has them.
+template <bool Difference>
+struct Avx2Blocks {
+  template <class T>
+  static constexpr std::int64_t strip = 64 / sizeof(T);
+  static constexpr int first_rows = 6;
+  template <int R, bool Prefetch, class T>
+  __attribute__((target("avx2,fma"))) static void block(const T* x, std::int64_t ldx, const T* panel, int dim, T* out,
+                                                        const T* ahead) {
+    block_avx2<R, Difference, Prefetch>(x, ldx, panel, dim, out, ahead);
+  }
+};
+
+/// On cores with full-width AVX-512 units, twice the multiply-adds per cycle.
+template <bool Difference>
+struct Avx512Blocks {
+  template <class T>
+  static constexpr std::int64_t strip = 128 / sizeof(T);
+  static constexpr int first_rows = 8;
+  template <int R, bool Prefetch, class T>
+  __attribute__((target("avx512f"))) static void block(const T* x, std::int64_t ldx, const T* panel, int dim, T* out,
+                                                       const T* ahead) {
+    block_avx512<R, Difference, Prefetch>(x, ldx, panel, dim, out, ahead);
+  }
+};
+
+/// The tile's products: columns in strips up to the padded width (y is zero
+/// past m), and for each, rows in blocks of first_rows (then 4, 2, 1): a strip
+/// of the k-major panel stays in cache while every row block of the tile runs
+/// over it. While the first row block walks a strip, the next strip (or the
+/// next column tile's first, which follows this panel in y_packed) is fetched
+/// into L2: a strip is one or two lines per 1 KB k-row, which the hardware
+/// prefetchers do not follow across pages, so a walk that meets each panel once
+/// (a row tile's sweep over column tiles) would otherwise wait on memory.
+template <class Blocks, class T>
+void products_in_strips(const T* x, std::int64_t ldx, std::int64_t rows, const T* panel, std::int64_t width, int dim,
+                        T* out) {
+  constexpr std::int64_t V = Blocks::template strip<T>;
+  constexpr int R0 = Blocks::first_rows;
   const std::int64_t padded = (width + V - 1) / V * V;
   for (std::int64_t j = 0; j < padded; j += V) {
     const T* ahead = j + V < padded ? panel + j + V : panel + static_cast<std::int64_t>(dim) * tile_cols;
+    T* strip_out = out + j;
     std::int64_t i = 0;
-    if (i + 8 <= rows) {
-      block_avx512<8, Difference, true>(x, ldx, panel + j, dim, out + j, ahead);
-      i += 8;
+    if (i + R0 <= rows) {
+      Blocks::template block<R0, true>(x, ldx, panel + j, dim, strip_out, ahead);
+      i += R0;
     }
-    for (; i + 8 <= rows; i += 8)
-      block_avx512<8, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+    for (; i + R0 <= rows; i += R0)
+      Blocks::template block<R0, false>(x + i * ldx, ldx, panel + j, dim, strip_out + i * tile_cols, ahead);
     for (; i + 4 <= rows; i += 4)
-      block_avx512<4, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+      Blocks::template block<4, false>(x + i * ldx, ldx, panel + j, dim, strip_out + i * tile_cols, ahead);
     for (; i + 2 <= rows; i += 2)
-      block_avx512<2, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+      Blocks::template block<2, false>(x + i * ldx, ldx, panel + j, dim, strip_out + i * tile_cols, ahead);
     for (; i < rows; ++i)
-      block_avx512<1, Difference, false>(x + i * ldx, ldx, panel + j, dim, out + i * tile_cols + j, ahead);
+      Blocks::template block<1, false>(x + i * ldx, ldx, panel + j, dim, strip_out + i * tile_cols, ahead);
   }
 }
 
@@ -222,19 +225,19 @@ template <class T>
 void products(const TileCostData<T>& d, const T* x, std::int64_t rows, const T* panel, std::int64_t width, T* out) {
   const bool difference = d.kind == Cost::euclidean;
 #ifdef KOTML_TILE_AVX2
-  // Every level from x86-64-v3 up has AVX2 and FMA.
+  // x86-64-v4 has AVX-512F; every level from x86-64-v3 up has AVX2 and FMA.
   if (simd::active() == simd::Level::x86_64_v4) {
     if (difference)
-      products_avx512<T, true>(x, d.dim, rows, panel, width, d.dim, out);
+      products_in_strips<Avx512Blocks<true>>(x, d.dim, rows, panel, width, d.dim, out);
     else
-      products_avx512<T, false>(x, d.dim, rows, panel, width, d.dim, out);
+      products_in_strips<Avx512Blocks<false>>(x, d.dim, rows, panel, width, d.dim, out);
     return;
   }
   if (simd::active() != simd::Level::baseline) {
     if (difference)
-      products_avx2<T, true>(x, d.dim, rows, panel, width, d.dim, out);
+      products_in_strips<Avx2Blocks<true>>(x, d.dim, rows, panel, width, d.dim, out);
     else
-      products_avx2<T, false>(x, d.dim, rows, panel, width, d.dim, out);
+      products_in_strips<Avx2Blocks<false>>(x, d.dim, rows, panel, width, d.dim, out);
     return;
   }
 #endif
