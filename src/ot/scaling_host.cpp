@@ -40,6 +40,23 @@ __attribute__((always_inline)) inline void axpy(const T* __restrict k, std::int6
     for (std::int64_t j = 0; j < m; ++j) acc[j] += alpha * k[j];
 }
 
+/// top_k = max(top_k, alpha_i·k_ik) over the rows of a tile (leading dimension
+/// ld), rows in order: each column sees the comparisons of the portable
+/// column-by-column loop in the same order, here vectorised across columns.
+template <class T>
+__attribute__((always_inline)) inline void column_max(const T* __restrict tile, std::int64_t ld, std::int64_t rows,
+                                                      std::int64_t width, const T* __restrict alpha,
+                                                      T* __restrict top) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const T a = alpha[i];
+    const T* __restrict row = tile + i * ld;
+    for (std::int64_t k = 0; k < width; ++k) {
+      const T v = a * row[k];
+      top[k] = v > top[k] ? v : top[k];
+    }
+  }
+}
+
 /// out_j = exp((shift + g_j − c_j)·s).
 template <class T>
 __attribute__((always_inline)) inline void kernel_row(const T* __restrict c, const T* __restrict g, std::int64_t m,
@@ -97,6 +114,15 @@ KOTML_SIMD_DISPATCHED(void, scaling_axpy_host,
                       (k, m, alpha, acc, assign), axpy<double>(k, m, alpha, acc, assign))
 KOTML_SIMD_DISPATCHED(void, scaling_axpy_host, (const float* k, std::int64_t m, float alpha, float* acc, bool assign),
                       (k, m, alpha, acc, assign), axpy<float>(k, m, alpha, acc, assign))
+
+KOTML_SIMD_DISPATCHED(void, scaling_column_max_host,
+                      (const double* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                       const double* alpha, double* top),
+                      (tile, ld, rows, width, alpha, top), column_max<double>(tile, ld, rows, width, alpha, top))
+KOTML_SIMD_DISPATCHED(void, scaling_column_max_host,
+                      (const float* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                       const float* alpha, float* top),
+                      (tile, ld, rows, width, alpha, top), column_max<float>(tile, ld, rows, width, alpha, top))
 
 KOTML_SIMD_DISPATCHED(void, scaling_kernel_row_host,
                       (const double* c, const double* g, std::int64_t m, double shift, double s, double* out),

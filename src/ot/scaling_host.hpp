@@ -26,6 +26,11 @@ struct ScalingLimits<double> {
 /// Σ_j k_j w_j with a fixed lane layout: the bits depend on the inputs alone.
 double scaling_dot_host(const double* k, const double* w, std::int64_t m);
 float scaling_dot_host(const float* k, const float* w, std::int64_t m);
+/// top_k = max(top_k, alpha_i·k_ik) over a tile's rows, in row order.
+void scaling_column_max_host(const double* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                             const double* alpha, double* top);
+void scaling_column_max_host(const float* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                             const float* alpha, float* top);
 /// acc_j (=|+=) alpha·k_j.
 void scaling_axpy_host(const double* k, std::int64_t m, double alpha, double* acc, bool assign);
 void scaling_axpy_host(const float* k, std::int64_t m, float alpha, float* acc, bool assign);

@@ -200,6 +200,7 @@ struct ScalingColumnSweep {
       const std::int64_t rows = costs.rows_in(I);
       const T* a = alpha.data() + I * tile_rows;
       if (max_mode) {
+#ifdef KOTML_DEVICE_PASS
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
           Kokkos::single(Kokkos::PerThread(team), [&]() {
             for (std::int64_t i = 0; i < rows; ++i) {
@@ -208,6 +209,9 @@ struct ScalingColumnSweep {
             }
           });
         });
+#else
+        scaling_column_max_host(tile, tile_cols, rows, width, a, acc);
+#endif
         team.team_barrier();
         continue;
       }

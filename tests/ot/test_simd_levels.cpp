@@ -25,6 +25,7 @@
 #include "kotml/ot/sinkhorn.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
 #include "ot/cost_rows.hpp"
+#include "ot/scaling_host.hpp"
 #include "ot/simplex_pricing.hpp"
 #include "tiled_test_support.hpp"
 
@@ -147,6 +148,33 @@ void check_column_tiles() {
 TEST(SimdLevels, ColumnTilesHaveTheBaselineBits) {
   check_column_tiles<double>();
   check_column_tiles<float>();
+}
+
+/// The scaling domain's column maxima against the portable column-by-column
+/// loop, with NaN entries and a tie.
+template <class T>
+Outputs scaling_column_maxima_at_this_level() {
+  const std::int64_t width = 45, rows = 7, ld = 64;
+  auto tile = uniform<T>(static_cast<std::size_t>(rows * ld), -1, 1, 93);
+  const auto alpha = uniform<T>(static_cast<std::size_t>(rows), 0, 2, 94);
+  tile[3] = std::numeric_limits<T>::quiet_NaN();           // row 0, column 3
+  tile[2 * ld + 5] = std::numeric_limits<T>::quiet_NaN();  // row 2, column 5
+  tile[4 * ld + 6] = tile[5 * ld + 6] = T(0.5);            // a tie
+  std::vector<T> top(static_cast<std::size_t>(width), -std::numeric_limits<T>::infinity()), ref = top;
+  ot::detail::scaling_column_max_host(tile.data(), ld, rows, width, alpha.data(), top.data());
+  for (std::int64_t k = 0; k < width; ++k)
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const T v = alpha[static_cast<std::size_t>(i)] * tile[static_cast<std::size_t>(i * ld + k)];
+      ref[static_cast<std::size_t>(k)] = v > ref[static_cast<std::size_t>(k)] ? v : ref[static_cast<std::size_t>(k)];
+    }
+  EXPECT_EQ(0, std::memcmp(top.data(), ref.data(), top.size() * sizeof(T))) << "maxima at " << simd::name(simd::active());
+  Outputs out;
+  append(out, top);
+  return out;
+}
+TEST(SimdLevels, ScalingColumnMaximaMatchTheColumnByColumnLoop) {
+  expect_same_bits_at_every_level("scaling column maxima (float)", [] { return scaling_column_maxima_at_this_level<float>(); });
+  expect_same_bits_at_every_level("scaling column maxima (double)", [] { return scaling_column_maxima_at_this_level<double>(); });
 }
 
 template <class Out>
