@@ -53,63 +53,50 @@ void products_portable(const T* x, std::int64_t ldx, std::int64_t rows, const T*
 #if defined(__x86_64__) && defined(__GNUC__)
 #define KOTML_TILE_AVX2 1
 
-/// R rows × two vectors of columns, float: 2R accumulators of 8 lanes.
-template <int R, bool Difference, bool Prefetch>
-__attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const float* x, std::int64_t ldx,
-                                                                          const float* panel, int dim, float* out,
-                                                                          const float* ahead) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int k = 0; k < dim; ++k) {
-    const float* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
-    if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::int64_t>(k) * tile_cols), _MM_HINT_T1);
-    const __m256 y0 = _mm256_loadu_ps(yk), y1 = _mm256_loadu_ps(yk + 8);
-    for (int r = 0; r < R; ++r) {
-      const __m256 xr = _mm256_broadcast_ss(x + r * ldx + k);
-      if constexpr (Difference) {
-        const __m256 d0 = _mm256_sub_ps(xr, y0), d1 = _mm256_sub_ps(xr, y1);
-        acc[r][0] = _mm256_fmadd_ps(d0, d0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(d1, d1, acc[r][1]);
-      } else {
-        acc[r][0] = _mm256_fmadd_ps(xr, y0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(xr, y1, acc[r][1]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(out + r * tile_cols, acc[r][0]);
-    _mm256_storeu_ps(out + r * tile_cols + 8, acc[r][1]);
-  }
-}
+// Overloads that let one AVX2 block serve float and double.
+#define KOTML_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
+KOTML_AVX2 __m256 load256(const float* p) { return _mm256_loadu_ps(p); }
+KOTML_AVX2 __m256d load256(const double* p) { return _mm256_loadu_pd(p); }
+KOTML_AVX2 void store256(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+KOTML_AVX2 void store256(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+KOTML_AVX2 __m256 splat256(const float* p) { return _mm256_broadcast_ss(p); }
+KOTML_AVX2 __m256d splat256(const double* p) { return _mm256_broadcast_sd(p); }
+KOTML_AVX2 __m256 zero256(const float*) { return _mm256_setzero_ps(); }
+KOTML_AVX2 __m256d zero256(const double*) { return _mm256_setzero_pd(); }
+KOTML_AVX2 __m256 fmadd256(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+KOTML_AVX2 __m256d fmadd256(__m256d a, __m256d b, __m256d c) { return _mm256_fmadd_pd(a, b, c); }
+KOTML_AVX2 __m256 sub256(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+KOTML_AVX2 __m256d sub256(__m256d a, __m256d b) { return _mm256_sub_pd(a, b); }
 
-/// The same for double: 2R accumulators of 4 lanes, 8 columns.
-template <int R, bool Difference, bool Prefetch>
-__attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const double* x, std::int64_t ldx,
-                                                                          const double* panel, int dim, double* out,
-                                                                          const double* ahead) {
-  __m256d acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_pd();
+/// R rows × two 256-bit vectors of columns (16 floats or 8 doubles), 2R
+/// accumulators, one fused multiply-add chain per lane in k order.
+template <int R, bool Difference, bool Prefetch, class T>
+KOTML_AVX2 void block_avx2(const T* x, std::int64_t ldx, const T* panel, int dim, T* out, const T* ahead) {
+  constexpr int lanes = 32 / sizeof(T);
+  decltype(load256(panel)) acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = zero256(panel);
   for (int k = 0; k < dim; ++k) {
-    const double* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
+    const T* yk = panel + static_cast<std::int64_t>(k) * tile_cols;
     if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::int64_t>(k) * tile_cols), _MM_HINT_T1);
-    const __m256d y0 = _mm256_loadu_pd(yk), y1 = _mm256_loadu_pd(yk + 4);
+    const auto y0 = load256(yk), y1 = load256(yk + lanes);
     for (int r = 0; r < R; ++r) {
-      const __m256d xr = _mm256_broadcast_sd(x + r * ldx + k);
+      const auto xr = splat256(x + r * ldx + k);
       if constexpr (Difference) {
-        const __m256d d0 = _mm256_sub_pd(xr, y0), d1 = _mm256_sub_pd(xr, y1);
-        acc[r][0] = _mm256_fmadd_pd(d0, d0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_pd(d1, d1, acc[r][1]);
+        const auto d0 = sub256(xr, y0), d1 = sub256(xr, y1);
+        acc[r][0] = fmadd256(d0, d0, acc[r][0]);
+        acc[r][1] = fmadd256(d1, d1, acc[r][1]);
       } else {
-        acc[r][0] = _mm256_fmadd_pd(xr, y0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_pd(xr, y1, acc[r][1]);
+        acc[r][0] = fmadd256(xr, y0, acc[r][0]);
+        acc[r][1] = fmadd256(xr, y1, acc[r][1]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
-    _mm256_storeu_pd(out + r * tile_cols, acc[r][0]);
-    _mm256_storeu_pd(out + r * tile_cols + 4, acc[r][1]);
+    store256(out + r * tile_cols, acc[r][0]);
+    store256(out + r * tile_cols + lanes, acc[r][1]);
   }
 }
+#undef KOTML_AVX2
 
 // Overloads that let one AVX-512 block serve float and double.
 #define KOTML_AVX512 __attribute__((target("avx512f"), always_inline)) inline
@@ -124,8 +111,8 @@ KOTML_AVX512 __m512d fmadd512(__m512d a, __m512d b, __m512d c) { return _mm512_f
 KOTML_AVX512 __m512 sub512(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
 KOTML_AVX512 __m512d sub512(__m512d a, __m512d b) { return _mm512_sub_pd(a, b); }
 
-/// AVX-512: R rows × two 512-bit vectors of columns (32 floats or 16 doubles),
-/// 2R accumulators; per lane the same chain as block_avx2.
+/// The same with two 512-bit vectors (32 floats or 16 doubles): per lane the
+/// same chain as block_avx2.
 template <int R, bool Difference, bool Prefetch, class T>
 KOTML_AVX512 void block_avx512(const T* x, std::int64_t ldx, const T* panel, int dim, T* out, const T* ahead) {
   constexpr int lanes = 64 / sizeof(T);

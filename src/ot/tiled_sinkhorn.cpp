@@ -303,17 +303,30 @@ struct TiledSinkhorn<T>::Impl {
 
   // ----------------------------------------------------------- sweeps
 
-  void launch_rows(double eps, bool cost_sums) {
+  /// The row sweep at eps into lse_row, guessing each row's shift from its last
+  /// log-sum-exp where there is one (cost sums take none), redo flags cleared.
+  detail::RowSweep<T> row_sweep(double eps, bool cost_sums) {
     const bool guessed = have_row_guess && !cost_sums;
     if (guessed) Kokkos::deep_copy(redone, 0);
-    detail::RowSweep<T> sweep{data, h, static_cast<T>(1.0 / eps), lse_row, cost_sums,
-                              guessed ? Vector<const double>(row_guess) : Vector<const double>(), redone};
+    return {data, h, static_cast<T>(1.0 / eps), lse_row, cost_sums,
+            guessed ? Vector<const double>(row_guess) : Vector<const double>(), redone};
+  }
+
+  /// After a row sweep (alone or inside the symmetric one): counts a retry if a
+  /// guessed row tile was redone, and keeps the log-sum-exps as the next guesses.
+  void row_sweep_done(const detail::RowSweep<T>& sweep) {
+    if (sweep.guessed()) retries += detail::count_flagged(redone) > 0 ? 1 : 0;
+    if (sweep.row_cost_sum) return;
+    Kokkos::deep_copy(row_guess, lse_row);
+    have_row_guess = true;
+  }
+
+  void launch_rows(double eps, bool cost_sums) {
+    const auto sweep = row_sweep(eps, cost_sums);
     Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
     ++sweeps;
-    if (guessed) {
-      retries += detail::count_flagged(redone) > 0 ? 1 : 0;
-    }
+    row_sweep_done(sweep);
   }
 
   /// LSE_j (g_j − c_ij)/eps for this rank's rows; each becomes the row's shift
@@ -328,8 +341,6 @@ struct TiledSinkhorn<T>::Impl {
     ProfilingRegion region("kotml::ot::tiled_row_update");
     scale_cols(g, eps);
     launch_rows(eps, false);
-    Kokkos::deep_copy(row_guess, lse_row);
-    have_row_guess = true;
     return local_rows_of(lse_row);
   }
 
@@ -467,16 +478,11 @@ struct TiledSinkhorn<T>::Impl {
     if (!have_shift) exact_shifts(eps);
     else set_shifts_from(col_lse);
     Kokkos::deep_copy(limbs, std::int64_t(0));
-    if (have_row_guess) Kokkos::deep_copy(redone, 0);
-    detail::RowSweep<T> row_part{data, h, static_cast<T>(1.0 / eps), lse_row, false,
-                                 have_row_guess ? Vector<const double>(row_guess) : Vector<const double>(), redone};
-    detail::BothSweep<T> sweep{row_part, u, shift, limbs};
+    const detail::BothSweep<T> sweep{row_sweep(eps, false), u, shift, limbs};
     Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
     ++sweeps;
-    if (have_row_guess) retries += detail::count_flagged(redone) > 0 ? 1 : 0;
-    Kokkos::deep_copy(row_guess, lse_row);
-    have_row_guess = true;
+    row_sweep_done(sweep.row_part);
     rows_out = local_rows_of(lse_row);
     if (!finish_columns(reduce_columns(limbs, padded_cols()), cols_out, have_shift)) {
       ++retries;
