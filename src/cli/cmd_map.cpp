@@ -104,6 +104,8 @@ nlohmann::ordered_json configuration(const map::MapOptions& o, const map::MapInp
   c["cost_memory"] = result.report.cost_memory;
   c["sinkhorn_domain"] = result.report.scaling_domain ? "scaling" : "log";
   c["scaling_fallback"] = result.report.scaling_fallback;
+  c["joint_passes"] = result.report.joint_passes;
+  c["strip_bytes"] = result.report.strip_bytes;
   c["distance_samples"] = o.distance_samples;
   c["seed"] = o.seed;
   c["similar"] = {{"threshold_mapping", o.similar.threshold_mapping},

@@ -186,6 +186,8 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   out["sinkhorn_domain"] = report.scaling_domain ? "scaling" : "log";
   out["scaling_fallback"] = report.scaling_fallback;
   out["tile_sweeps"] = report.tile_sweeps;
+  out["joint_passes"] = report.joint_passes;
+  out["strip_bytes"] = report.strip_bytes;
   out["seconds"] = report.seconds;
 
   // Everything a file needs, gathered before any rank writes.

@@ -38,7 +38,8 @@ void declare_sinkhorn_options(OptionGroups& groups, const std::string& default_p
          "per tile)")
       ("online", po::bool_switch(), "Sinkhorn: the same as --cost-storage online")
       ("cost-memory", po::value<std::int64_t>(),
-         "Sinkhorn: bytes per rank for stored costs (default: a quarter of the rank's free memory)");
+         "Sinkhorn: bytes per rank for stored costs, or for the row strips that let recomputed costs serve "
+         "an alternating iteration in one pass (default: a quarter of the rank's free memory)");
 }
 
 ot::TiledSinkhornOptions sinkhorn_options(const po::variables_map& vm) {

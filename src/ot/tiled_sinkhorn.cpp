@@ -256,6 +256,18 @@ struct TiledSinkhorn<T>::Impl {
   double cost_bound = 0;  // an upper bound of |c_ij|, from the points' norms
   std::int64_t sweeps = 0, retries = 0;
 
+  // The joint pass of alternating updates (detail::JointSweep): decided at
+  // set-up, alike on every rank; one strip per slot when costs are recomputed.
+  struct JointState {
+    bool allowed = false;
+    std::int64_t slots = 0;
+    std::size_t strip_bytes = 0;  // this rank's
+    Vector<T> strips;
+    Vector<double> log_a, f;      // per local row
+    Kokkos::View<std::int64_t, MemSpace> next;
+    std::int64_t passes = 0;
+  } joint;
+
   // The scaling domain (header comment): K̃ next to the stored costs, the
   // absorbed potentials f̄ and ḡ (held in double, each equal to its T rounding)
   // and the per-column scale exponents of the column sums.
@@ -278,6 +290,41 @@ struct TiledSinkhorn<T>::Impl {
 
   std::int64_t padded_rows() const { return data.row_tiles * tile_rows; }
   std::int64_t padded_cols() const { return data.col_tiles * tile_cols; }
+
+  /// The joint pass (JointSweep) for alternating updates: stored tiles serve
+  /// it as they are; recomputed ones need one strip (a row tile × every column
+  /// tile) per slot, which must fit the same budget as stored costs. Slots:
+  /// one per host thread, or one per 1024 device threads, at most one per row
+  /// tile. Agreed over ranks; a rank that cannot allocate turns it off for all.
+  void plan_joint_pass(std::size_t local_budget) {
+    if (options.updates != DualUpdates::alternating) return;
+    const std::int64_t concurrency = ExecSpace().concurrency();
+    const std::int64_t units = std::is_same<ExecSpace::memory_space, HostSpace>::value
+                                   ? concurrency
+                                   : std::max<std::int64_t>(1, concurrency / 1024);
+    joint.slots = std::min(data.row_tiles, units);
+    const std::size_t bytes =
+        storing ? 0 : static_cast<std::size_t>(joint.slots * data.col_tiles) * detail::tile_entries * sizeof(T);
+    joint.strip_bytes = static_cast<std::size_t>(comm->max(static_cast<std::int64_t>(bytes)));
+    if (!comm->all(bytes <= local_budget)) return;
+    bool allocated = true;
+    try {
+      joint.strips = Vector<T>(no_init("kotml::ot::tiled_joint_strips"), bytes / sizeof(T));
+    } catch (const std::exception&) {
+      allocated = false;
+    }
+    joint.allowed = comm->all(allocated);
+    if (!joint.allowed) {
+      joint.strips = Vector<T>();
+      return;
+    }
+    std::vector<double> log_rows(log_a);
+    log_rows.resize(static_cast<std::size_t>(std::max<std::int64_t>(rows.count, 1)), 0.0);
+    joint.log_a = Vector<double>(no_init("kotml::ot::tiled_joint_log_a"), log_rows.size());
+    detail::copy_to(joint.log_a, log_rows);
+    joint.f = Vector<double>(no_init("kotml::ot::tiled_joint_f"), log_rows.size());
+    joint.next = Kokkos::View<std::int64_t, MemSpace>("kotml::ot::tiled_joint_next");
+  }
 
   // ---------------------------------------------------------- scaling
 
@@ -468,6 +515,34 @@ struct TiledSinkhorn<T>::Impl {
       host[static_cast<std::size_t>(j)] = std::isfinite(v) ? static_cast<T>(v) : T(0);
     }
     detail::copy_to(shift, host);
+  }
+
+  /// The joint pass serves an alternating iteration at eps in the log domain
+  /// once the columns have shifts (those of the column update just made).
+  bool joint_ready(double eps) const { return joint.allowed && have_shift && !scaling_wanted(eps); }
+
+  /// f's update from g (as rows_lse then update) and the column log-sum-exps
+  /// of the next column update at the same eps (as columns_lse), in one pass.
+  void joint_update(double eps) {
+    ProfilingRegion region("kotml::ot::tiled_joint_update");
+    scale_cols(g, eps);
+    set_shifts_from(col_lse);
+    Kokkos::deep_copy(limbs, std::int64_t(0));
+    Kokkos::deep_copy(joint.next, std::int64_t(0));
+    const detail::JointSweep<T> sweep{row_sweep(eps, false), joint.log_a, eps, options.tau_a, joint.f, u,
+                                      shift, limbs, joint.strips, joint.next};
+    Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
+    Kokkos::fence();
+    ++sweeps;
+    ++joint.passes;
+    row_sweep_done(sweep.row_part);
+    row_lse = local_rows_of(lse_row);
+    f = local_rows_of(joint.f);
+    if (finish_columns(reduce_columns(limbs, padded_cols()), col_lse, true)) return;
+    ++retries;
+    exact_shifts(eps);
+    launch_columns(eps, false);
+    finish_columns(reduce_columns(limbs, padded_cols()), col_lse, false);
   }
 
   /// Both log-sum-exps from one sweep (symmetric updates).
@@ -754,8 +829,7 @@ struct TiledSinkhorn<T>::Impl {
   static void update(std::vector<double>& pot, const std::vector<double>& log_w, const std::vector<double>& lse,
                      double eps, double tau, bool average) {
     for (std::size_t i = 0; i < pot.size(); ++i) {
-      const double applied = std::isfinite(lse[i]) ? eps * lse[i] : 0.0;
-      const double fresh = tau * (eps * log_w[i] - applied);
+      const double fresh = detail::updated_potential(log_w[i], lse[i], eps, tau);
       if (average) {
         const double old = std::isfinite(pot[i]) ? pot[i] : 0.0;
         pot[i] = 0.5 * old + 0.5 * fresh;
@@ -815,6 +889,7 @@ struct TiledSinkhorn<T>::Impl {
     const bool both_sides = symmetric || !options.balanced();
     const std::int64_t sweeps_before = sweeps, retries_before = retries;
     const std::int64_t builds_before = sc.builds, absorbed_before = sc.absorbed;
+    const std::int64_t joint_before = joint.passes;
     sc.used = false;
     report.status = SolveStatus::max_iter;
     // Whole blocks of inner iterations, each ending with a check (OTT's
@@ -827,6 +902,7 @@ struct TiledSinkhorn<T>::Impl {
     for (int it = 0; it < limit; ++it) {
       progress.update(it, progress_detail, progress_eta);
       const double eps = eps_at(it);
+      bool joint_made = false;
       if (symmetric) {
         if (eps_of_row != eps || eps_of_col != eps) {
           both_lse(eps, row_lse, col_lse);
@@ -837,11 +913,19 @@ struct TiledSinkhorn<T>::Impl {
       } else {
         if (eps_of_col != eps) col_lse = columns_lse(eps);
         update(g, log_b, col_lse, eps, options.tau_b, false);
-        row_lse = rows_lse(eps);
-        update(f, log_a, row_lse, eps, options.tau_a, false);
+        // The next column update runs at the target ε after a block, else at ε_{t+1}.
+        const double next_eps = (it + 1) % options.inner_iterations == 0 ? target : eps_at(it + 1);
+        joint_made = next_eps == eps && joint_ready(eps);
+        if (joint_made) {
+          joint_update(eps);
+        } else {
+          row_lse = rows_lse(eps);
+          update(f, log_a, row_lse, eps, options.tau_a, false);
+        }
       }
       eps_of_col = eps_of_row = -1;  // both potentials moved
       if (!symmetric) eps_of_row = eps;  // row_lse belongs to the g that f was just updated with
+      if (joint_made) eps_of_col = eps;  // col_lse belongs to the f just made
       report.iterations = it + 1;
       if ((it + 1) % options.inner_iterations != 0) continue;
       // The error needs the log-sum-exps of the current (f, g) at the target ε:
@@ -850,7 +934,7 @@ struct TiledSinkhorn<T>::Impl {
         both_lse(target, row_lse, col_lse);
         eps_of_row = eps_of_col = target;
       } else {
-        col_lse = columns_lse(target);
+        if (eps_of_col != target) col_lse = columns_lse(target);
         eps_of_col = target;
         if (both_sides && eps_of_row != target) {
           row_lse = rows_lse(target);
@@ -893,6 +977,8 @@ struct TiledSinkhorn<T>::Impl {
     report.rows_absorbed = sc.absorbed - absorbed_before;
     report.tile_sweeps = sweeps - sweeps_before;
     report.shift_retries = retries - retries_before;
+    report.joint_passes = joint.passes - joint_before;
+    report.strip_bytes = joint.allowed ? joint.strip_bytes : 0;
     report.seconds = timer.seconds();
     return report;
   }
@@ -1089,6 +1175,7 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
     s.sc.selected = Kokkos::View<std::int32_t*, MemSpace>(no_init("kotml::ot::tiled_scaling_rows"),
                                                           std::max<std::int64_t>(n_local, 1));
   }
+  s.plan_joint_pass(local_budget);
   if (store) {
     ProfilingRegion region("kotml::ot::tiled_store_costs");
     comm.phase([&] {  // every rank, also one without rows: the phase is collective

@@ -263,6 +263,35 @@ struct ColumnSweep {
 
 // ------------------------------------------------------- both at once
 
+/// One tile's shifted column sums Σ_i exp(u_i − s·c_ij − shift_j) over its
+/// rows (in order, in T), each deposited atomically into its column's limbs
+/// (`limbs` and `shift` start at the tile's first column); `acc` is a scratch
+/// row of tile_cols. Ends with a team barrier.
+template <class T>
+KOKKOS_INLINE_FUNCTION void deposit_column_sums(const TileMember& team, const T* tile, std::int64_t rows,
+                                                std::int64_t width, const T* ui, T s, const T* shift, T* acc,
+                                                std::int64_t* limbs) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+    Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
+  });
+  team.team_barrier();
+#ifdef KOTML_DEVICE_PASS
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+    Kokkos::single(Kokkos::PerThread(team),
+                   [&]() { column_sum_tile(tile + k, tile_cols, rows, 1, ui, s, shift + k, acc + k); });
+  });
+#else
+  column_sum_tile_host(tile, tile_cols, rows, width, ui, s, shift, acc);
+#endif
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      std::int64_t* limb = limbs + k * column_limbs;
+      if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::atomic_poison(limb);
+    });
+  });
+  team.team_barrier();
+}
+
 /// The symmetric update's sweep: one pass per row tile gives both the row
 /// log-sum-exps (as RowSweep, with h and its guessed shifts: a row tile whose
 /// guess fails redoes its rows alone in two passes) and the shifted column sums
@@ -289,40 +318,129 @@ struct BothSweep {
     T* acc = pad.take<T>(tile_cols);
     int* failed = pad.take<int>(1);
     const T* ui = u.data() + I * tile_rows;
-    const T s = row_part.s;
     const bool guessed = row_part.guessed();
     row_part.start(team, rows, top, sum);
     for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
       const T* tile = costs.tile(team, I, J, buffer);
-      const std::int64_t width = costs.cols_in(J);
-      const std::int64_t col0 = J * tile_cols;
       row_part.add_tile(team, I, J, rows, tile, top, sum, guessed);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
-      });
-      team.team_barrier();
-#ifdef KOTML_DEVICE_PASS
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          column_sum_tile(tile + k, tile_cols, rows, 1, ui, s, shift.data() + col0 + k, acc + k);
-        });
-      });
-#else
-      column_sum_tile_host(tile, tile_cols, rows, width, ui, s, shift.data() + col0, acc);
-#endif
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
-          if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::atomic_poison(limb);
-        });
-      });
-      team.team_barrier();
+      deposit_column_sums(team, tile, rows, costs.cols_in(J), ui, row_part.s, shift.data() + J * tile_cols, acc,
+                          limbs.data() + J * tile_cols * column_limbs);
     }
     if (guessed) {
       if (row_part.accept_guess(team, I, rows, sum, failed)) return;
       row_part.sweep(team, I, rows, buffer, top, sum, false);
     }
     row_part.write(team, I, rows, top, sum);
+  }
+};
+
+// ------------------------------------------------- alternating, one pass
+
+/// OTT's potential update pot = τ·(ε log w − ε·lse), a non-finite lse counting
+/// as 0. One definition for the host's updates and the joint sweep's, so both
+/// give the same bits (no contraction: -ffp-contract=off, -fmad=false).
+KOKKOS_INLINE_FUNCTION double updated_potential(double log_w, double lse, double eps, double tau) {
+  const double applied = kmath::isfinite(lse) ? eps * lse : 0.0;
+  return tau * (eps * log_w - applied);
+}
+
+/// Alternating updates with one pass over the tiles per iteration. For each of
+/// this rank's row tiles:
+///   1. the row log-sum-exps with h, as RowSweep (guessed shifts, a failed
+///      guess redone in two passes);
+///   2. the rows' new potentials f_i = updated_potential(log a_i, lse_i) and
+///      u_i = f_i/ε in T, written to f and u (−∞ past the last row);
+///   3. the shifted column sums of the next column update with that u, as
+///      ColumnSweep's sum mode (deposits atomic: every team adds to every
+///      column).
+/// Step 3 needs the tile row's costs after its row is complete, so recomputed
+/// tiles are kept in a strip (one row tile × every column tile) owned by the
+/// team; stored tiles are read again. Each tile is thus computed once per
+/// iteration, where RowSweep then ColumnSweep compute it twice, and every value
+/// is the same bits as theirs: the same operations per row and per (row tile,
+/// column) partial, and exact column totals.
+///
+/// One team per strip (league = slots); teams take row tiles from a shared
+/// counter until none is left. The order does not matter: a row's values are
+/// its own, and fixed-point deposits add exactly in any order.
+template <class T>
+struct JointSweep {
+  RowSweep<T> row_part;       // costs, h, s, lse, guesses
+  Vector<const double> log_a; // per local row
+  double eps = 1, tau = 1;
+  Vector<double> f;           // per local row
+  Vector<T> u;                // padded to whole row tiles
+  Vector<const T> shift;      // per padded column
+  Limbs limbs;
+  Vector<T> strips;           // slots × col_tiles × tile_entries; empty: the costs are stored
+  Kokkos::View<std::int64_t, MemSpace> next;  // the next row tile to take, from 0
+
+  static std::size_t scratch_bytes() {
+    return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + tile_cols * sizeof(T) + 128);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    ScratchCarver pad{team.team_scratch(1)};
+    double* top = pad.take<double>(tile_rows);
+    double* sum = pad.take<double>(tile_rows);
+    T* acc = pad.take<T>(tile_cols);
+    int* failed = pad.take<int>(1);
+    std::int64_t* claimed = pad.take<std::int64_t>(1);
+    const TileCostData<T>& costs = row_part.costs;
+    T* strip = strips.extent(0) > 0 ? strips.data() + team.league_rank() * costs.col_tiles * tile_entries : nullptr;
+    for (;;) {
+      Kokkos::single(Kokkos::PerTeam(team), [&]() { *claimed = Kokkos::atomic_fetch_add(&next(), std::int64_t(1)); });
+      team.team_barrier();
+      const std::int64_t I = *claimed;
+      team.team_barrier();
+      if (I >= costs.row_tiles) return;
+      row_tile(team, I, strip, top, sum, acc, failed);
+    }
+  }
+
+  /// Tile (I, J) of the current row tile: in the strip, or in storage.
+  KOKKOS_INLINE_FUNCTION const T* tile_at(std::int64_t I, std::int64_t J, const T* strip) const {
+    const TileCostData<T>& costs = row_part.costs;
+    return strip != nullptr ? strip + J * tile_entries : costs.stored.data() + (I * costs.col_tiles + J) * tile_entries;
+  }
+
+  KOKKOS_INLINE_FUNCTION void row_tile(const TileMember& team, std::int64_t I, T* strip, double* top, double* sum,
+                                       T* acc, int* failed) const {
+    const TileCostData<T>& costs = row_part.costs;
+    const std::int64_t rows = costs.rows_in(I);
+    const bool guessed = row_part.guessed();
+    row_part.start(team, rows, top, sum);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      if (strip != nullptr) costs.compute(team, I, J, strip + J * tile_entries);
+      row_part.add_tile(team, I, J, rows, tile_at(I, J, strip), top, sum, guessed);
+      team.team_barrier();
+    }
+    if (!(guessed && row_part.accept_guess(team, I, rows, sum, failed))) {
+      row_part.start(team, rows, top, sum);
+      for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+        row_part.add_tile(team, I, J, rows, tile_at(I, J, strip), top, sum, false);
+        team.team_barrier();
+      }
+      row_part.write(team, I, rows, top, sum);
+    }
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const std::int64_t r = I * tile_rows + i;
+        if (i < rows) {
+          const double fresh = updated_potential(log_a(r), row_part.lse(r), eps, tau);
+          f(r) = fresh;
+          u(r) = static_cast<T>(fresh / eps);
+        } else {
+          u(r) = -kmath::infinity<T>();
+        }
+      });
+    });
+    team.team_barrier();
+    const T* ui = u.data() + I * tile_rows;
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J)
+      deposit_column_sums(team, tile_at(I, J, strip), rows, costs.cols_in(J), ui, row_part.s,
+                          shift.data() + J * tile_cols, acc, limbs.data() + J * tile_cols * column_limbs);
   }
 };
 

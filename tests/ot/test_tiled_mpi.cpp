@@ -96,8 +96,16 @@ TiledSinkhornOptions with(double eps, double tau, DualUpdates updates, CostStora
 
 TEST(TiledSinkhornRanks, AlternatingFloatWithLabelsOnline) {
   // 5 row tiles: 3 ranks hold 2, 2 and 1; 2 column tiles, the second short.
-  expect_rank_independent<float>({300, 270, 6, Cost::cosine, true,
-                                  with(0.05, 1.0, DualUpdates::alternating, CostStorage::online, 300)});
+  const auto report = expect_rank_independent<float>(
+      {300, 270, 6, Cost::cosine, true, with(0.05, 1.0, DualUpdates::alternating, CostStorage::online, 300)});
+  EXPECT_EQ(report.joint_passes, report.iterations);  // one pass per iteration
+}
+
+TEST(TiledSinkhornRanks, UnbalancedJointPassesWithAnIdleRank) {
+  // 2 row tiles: on 3 ranks the last holds none and still joins every pass.
+  const auto report = expect_rank_independent<double>(
+      {100, 290, 4, Cost::sqeuclidean, false, with(0.2, 0.85, DualUpdates::alternating, CostStorage::online, 300)});
+  EXPECT_GT(report.joint_passes, 0);
 }
 
 TEST(TiledSinkhornRanks, SymmetricUnbalancedDoubleStored) {

@@ -163,6 +163,65 @@ TEST(TiledSinkhorn, StorageFollowsTheMemoryBudget) {
   EXPECT_EQ(small.cost_memory, std::size_t(100 << 10));
 }
 
+// ------------------------------------------------------------ the joint pass
+
+/// Alternating updates in one pass per iteration (recomputed tiles kept in
+/// strips, or stored tiles read twice) against the two half-step passes that
+/// a budget without room for the strips leaves: the same bits.
+template <class T>
+void check_joint_pass(const PointCost& cost, TiledSinkhornOptions o, std::int64_t n, std::int64_t m) {
+  const auto x = random_cloud(n, 5, 41), y = random_cloud(m, 5, 42);
+  o.storage = CostStorage::online;
+  o.cost_memory = 1;  // no room for a strip: two passes
+  const auto two = solve<T>(x, y, cost, o);
+  o.cost_memory = 0;  // the default budget holds the strips
+  const auto joint = solve<T>(x, y, cost, o);
+  o.storage = CostStorage::stored;
+  o.domain = SinkhornDomain::log;
+  const auto stored = solve<T>(x, y, cost, o);
+  const std::string what = std::string(cost_name(cost.kind)) + " tau " + std::to_string(o.tau_a) + " eps_init " +
+                           std::to_string(o.epsilon_init) + (std::is_same<T, float>::value ? " float" : " double");
+  EXPECT_EQ(two.report.joint_passes, 0) << what;
+  EXPECT_EQ(two.report.strip_bytes, std::size_t(0)) << what;
+  EXPECT_GT(joint.report.strip_bytes, std::size_t(0)) << what;
+  EXPECT_EQ(stored.report.strip_bytes, std::size_t(0)) << what;
+  for (const auto* one : {&joint, &stored}) {
+    EXPECT_GT(one->report.joint_passes, one->report.iterations / 2) << what;
+    EXPECT_LT(one->report.tile_sweeps, two.report.tile_sweeps) << what;
+    EXPECT_EQ(one->report.iterations, two.report.iterations) << what;
+    EXPECT_EQ(one->report.errors, two.report.errors) << what;
+    EXPECT_EQ(one->report.shift_retries, two.report.shift_retries) << what;
+    EXPECT_EQ(one->f, two.f) << what;
+    EXPECT_EQ(one->g, two.g) << what;
+  }
+}
+
+TEST(TiledSinkhorn, JointPassGivesTheBitsOfTwoHalfStepPasses) {
+  PointCost cosine;
+  cosine.kind = Cost::cosine;
+  cosine.feature_weight = 0.25;
+  cosine.label = test::label_table(3, 3, 1.5);
+  PointCost squared;
+  squared.kind = Cost::sqeuclidean;
+  TiledSinkhornOptions o;
+  o.epsilon = 0.02;
+  o.max_iterations = 300;
+  o.threshold = 1e-6;
+  for (double tau : {1.0, 0.8}) {
+    o.tau_a = o.tau_b = tau;
+    // 3 row tiles (the last short) and 2 column tiles (the second short).
+    check_joint_pass<double>(cosine, o, 150, 300);
+    check_joint_pass<float>(cosine, o, 150, 300);
+    check_joint_pass<double>(squared, o, 150, 300);
+  }
+  // ε-scaling: while ε_t moves, iterations take two passes; at ε, one.
+  o.tau_a = o.tau_b = 1.0;
+  o.epsilon_init = 100;
+  o.epsilon_decay = 0.5;
+  check_joint_pass<double>(squared, o, 70, 260);
+  check_joint_pass<float>(cosine, o, 70, 260);
+}
+
 // ------------------------------------------------------------ the fixed point
 
 /// The tiled solver's plan against the dense solver's (kotml's convention,
