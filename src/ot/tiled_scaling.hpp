@@ -40,24 +40,27 @@ struct KernelSweep {
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) build_tile(team, I, J);
+  }
+
+  /// Tile (I, J) of K̃: every row, or the selected ones.
+  KOKKOS_INLINE_FUNCTION void build_tile(const TileMember& team, std::int64_t I, std::int64_t J) const {
     const std::int64_t rows = costs.rows_in(I);
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
-      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
-      const T* c = costs.stored.data() + tile_offset(costs, I, J);
-      T* k = kernel.data() + tile_offset(costs, I, J);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-        const std::int64_t r = I * tile_rows + i;
-        if (selected.extent(0) > 0 && selected(r) == 0) return;
+    const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+    const T* c = costs.stored.data() + tile_offset(costs, I, J);
+    T* k = kernel.data() + tile_offset(costs, I, J);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      const std::int64_t r = I * tile_rows + i;
+      if (selected.extent(0) > 0 && selected(r) == 0) return;
 #ifdef KOTML_DEVICE_PASS
-        const T fi = f_bar(r);
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, width), [&](const std::int64_t j) {
-          k[i * tile_cols + j] = fast_exp((fi + g_bar(col0 + j) - c[i * tile_cols + j]) * s);
-        });
-#else
-        scaling_kernel_row_host(c + i * tile_cols, g_bar.data() + col0, width, f_bar(r), s, k + i * tile_cols);
-#endif
+      const T fi = f_bar(r);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, width), [&](const std::int64_t j) {
+        k[i * tile_cols + j] = fast_exp((fi + g_bar(col0 + j) - c[i * tile_cols + j]) * s);
       });
-    }
+#else
+      scaling_kernel_row_host(c + i * tile_cols, g_bar.data() + col0, width, f_bar(r), s, k + i * tile_cols);
+#endif
+    });
   }
 };
 
@@ -146,28 +149,50 @@ struct ScalingRowSweep {
       Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] = 0; });
     });
     team.team_barrier();
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
-      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
-      const T* tile = kernel.data() + tile_offset(costs, I, J);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
-        const T* k = tile + i * tile_cols;
-        T part = 0;
-#ifdef KOTML_DEVICE_PASS
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(team, width), [&](const std::int64_t j, T& local) { local += k[j] * beta(col0 + j); },
-            part);
-#else
-        part = scaling_dot_host(k, beta.data() + col0, width);
-#endif
-        Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] += static_cast<double>(part); });
-      });
-      team.team_barrier();
-    }
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) add_tile(team, I, J, total);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() { sum(I * tile_rows + i) = total[i]; });
     });
   }
+
+  /// Column tile J's part of each row's sum (in order after tiles < J).
+  KOKKOS_INLINE_FUNCTION void add_tile(const TileMember& team, std::int64_t I, std::int64_t J, double* total) const {
+    const std::int64_t rows = costs.rows_in(I);
+    const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+    const T* tile = kernel.data() + tile_offset(costs, I, J);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      const T* k = tile + i * tile_cols;
+      T part = 0;
+#ifdef KOTML_DEVICE_PASS
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, width), [&](const std::int64_t j, T& local) { local += k[j] * beta(col0 + j); },
+          part);
+#else
+      part = scaling_dot_host(k, beta.data() + col0, width);
+#endif
+      Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] += static_cast<double>(part); });
+    });
+    team.team_barrier();
+  }
 };
+
+/// acc[k] = Σ_i α_i K̃_ik over one tile's rows, in order, in T. Ends with a team barrier.
+template <class T>
+KOKKOS_INLINE_FUNCTION void scaled_column_sums(const TileMember& team, const T* tile, std::int64_t rows,
+                                               std::int64_t width, const T* alpha, T* acc) {
+#ifdef KOTML_DEVICE_PASS
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      T s = 0;
+      for (std::int64_t i = 0; i < rows; ++i) s += alpha[i] * tile[i * tile_cols + k];
+      acc[k] = s;
+    });
+  });
+#else
+  for (std::int64_t i = 0; i < rows; ++i) scaling_axpy_host(tile + i * tile_cols, width, alpha[i], acc, i == 0);
+#endif
+  team.team_barrier();
+}
 
 /// For each column (one team per column tile, row tiles in order):
 ///   sum mode: limbs(j) += 2^−e_j·Σ_{i in the tile} α_i K̃_ij, one fixed-point
@@ -215,18 +240,7 @@ struct ScalingColumnSweep {
         team.team_barrier();
         continue;
       }
-#ifdef KOTML_DEVICE_PASS
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          T s = 0;
-          for (std::int64_t i = 0; i < rows; ++i) s += a[i] * tile[i * tile_cols + k];
-          acc[k] = s;
-        });
-      });
-#else
-      for (std::int64_t i = 0; i < rows; ++i) scaling_axpy_host(tile + i * tile_cols, width, a[i], acc, i == 0);
-#endif
-      team.team_barrier();
+      scaled_column_sums(team, tile, rows, width, a, acc);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
           std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
@@ -239,6 +253,96 @@ struct ScalingColumnSweep {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
         Kokkos::single(Kokkos::PerThread(team), [&]() { top(col0 + k) = acc[k]; });
       });
+  }
+};
+
+/// Alternating updates in the scaling domain with one read of K̃ from memory
+/// per iteration (the log domain's JointSweep, here). Per row tile (one team
+/// each):
+///   1. R_i = Σ_j K̃_ij β_j into sum (ScalingRowSweep's sums), then
+///      lse_i = log R_i − f̄_i/ε and f_i = updated_potential(log a_i, lse_i);
+///   2. α_i = exp((f_i − f̄_i)/ε) (0 for a zero weight or past the rows); a row
+///      whose α leaves [2^−Θ, 2^Θ] absorbs it, f̄_i = f_i in T and its row of K̃
+///      rebuilt, flagged in `selected` (the host's row scalings);
+///   3. 2^−e_j·Σ_i α_i K̃_ij per column tile, deposited atomically (as
+///      ScalingColumnSweep's sum mode, per row tile in the same order).
+/// The row tile's K̃ is read again in step 3, from cache where it fits. The
+/// host checks R and the column totals afterwards, as after the two sweeps.
+template <class T>
+struct ScalingJointSweep {
+  ScalingRowSweep<T> row_part;  // costs, kernel, beta, sum (R_i)
+  KernelSweep<T> rebuild;       // the same kernel; f_bar, g_bar, s, selected
+  Vector<T> f_bar;              // rebuild.f_bar, written on absorption
+  Kokkos::View<std::int32_t*, MemSpace> selected;  // rebuild.selected, written
+  Vector<const double> log_a;   // per local row (−∞: zero weight)
+  double eps = 1, tau = 1;
+  Vector<double> f;             // per local row
+  Vector<T> alpha;              // per padded row
+  Vector<const double> scale;   // per padded column: 2^−e_j
+  Limbs limbs;
+
+  static std::size_t scratch_bytes() {
+    return tile_rows * sizeof(double) + ((tile_cols * sizeof(T) + 127) / 128) * 128 + 384;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const TileCostData<T>& costs = row_part.costs;
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    ScratchCarver pad{team.team_scratch(1)};
+    double* total = pad.take<double>(tile_rows);
+    T* acc = pad.take<T>(tile_cols);
+    int* absorbed = pad.take<int>(1);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] = 0; });
+    });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { *absorbed = 0; });
+    team.team_barrier();
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) row_part.add_tile(team, I, J, total);
+    const double bound = ScalingLimits<T>::bound;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_rows), [&](const std::int64_t i) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const std::int64_t r = I * tile_rows + i;
+        if (i >= rows) {
+          alpha(r) = T(0);
+          return;
+        }
+        row_part.sum(r) = total[i];
+        selected(r) = 0;
+        const double fresh =
+            updated_potential(log_a(r), kmath::log(total[i]) - static_cast<double>(f_bar(r)) / eps, eps, tau);
+        f(r) = fresh;
+        if (!(log_a(r) > -kmath::infinity<double>())) {
+          alpha(r) = T(0);
+          return;
+        }
+        double v = kmath::exp((fresh - static_cast<double>(f_bar(r))) / eps);
+        if (!(v >= 1 / bound && v <= bound) && kmath::isfinite(fresh)) {
+          f_bar(r) = static_cast<T>(fresh);
+          v = kmath::exp((fresh - static_cast<double>(f_bar(r))) / eps);
+          selected(r) = 1;
+          Kokkos::atomic_add(absorbed, 1);
+        }
+        alpha(r) = static_cast<T>(v);
+      });
+    });
+    team.team_barrier();
+    if (*absorbed > 0)
+      for (std::int64_t J = 0; J < costs.col_tiles; ++J) rebuild.build_tile(team, I, J);
+    team.team_barrier();
+    const T* a = alpha.data() + I * tile_rows;
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+      scaled_column_sums(team, row_part.kernel.data() + tile_offset(costs, I, J), rows, width, a, acc);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
+          if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]) * scale(col0 + k)))
+            ColumnFixed::atomic_poison(limb);
+        });
+      });
+      team.team_barrier();
+    }
   }
 };
 

@@ -297,7 +297,7 @@ struct TiledSinkhorn<T>::Impl {
   /// one per host thread, or one per 1024 device threads, at most one per row
   /// tile. Agreed over ranks; a rank that cannot allocate turns it off for all.
   void plan_joint_pass(std::size_t local_budget) {
-    if (options.updates != DualUpdates::alternating) return;
+    if (options.updates != DualUpdates::alternating || !options.joint_passes) return;
     const std::int64_t concurrency = ExecSpace().concurrency();
     const std::int64_t units = std::is_same<ExecSpace::memory_space, HostSpace>::value
                                    ? concurrency
@@ -517,9 +517,21 @@ struct TiledSinkhorn<T>::Impl {
     detail::copy_to(shift, host);
   }
 
-  /// The joint pass serves an alternating iteration at eps in the log domain
+  /// A joint pass serves an alternating iteration at eps: in the scaling
+  /// domain once K̃ is built and the columns have exponents, in the log domain
   /// once the columns have shifts (those of the column update just made).
-  bool joint_ready(double eps) const { return joint.allowed && have_shift && !scaling_wanted(eps); }
+  bool joint_ready(double eps) const {
+    if (!joint.allowed) return false;
+    if (scaling_wanted(eps)) return scaling_ready(eps) && sc.have_exp;
+    return have_shift;
+  }
+
+  /// f's update and, when the result says so, col_lse for the new f.
+  bool joint_step(double eps) {
+    if (scaling_ready(eps)) return scaling_joint_update(eps);
+    joint_update(eps);
+    return true;
+  }
 
   /// f's update from g (as rows_lse then update) and the column log-sum-exps
   /// of the next column update at the same eps (as columns_lse), in one pass.
@@ -782,13 +794,27 @@ struct TiledSinkhorn<T>::Impl {
       set_column_scales();
       launch_scaling_columns(false);
       total = reduce_columns(limbs, padded_cols());
-      accepted = true;
-      for (std::int64_t j = 0; j < m; ++j) {
-        const double t = total[static_cast<std::size_t>(j)];
-        if (b[static_cast<std::size_t>(j)] > 0 && !(t >= accept_low && t <= accept_high)) accepted = false;
-      }
-      if (!accepted) ++retries;
+      accepted = scaled_totals_accepted(total);
     }
+    return finish_scaling_columns(accepted, total, eps, lse);
+  }
+
+  /// Whether every column of positive weight has its scaled total in
+  /// [accept_low, accept_high]; a retry is counted when not.
+  bool scaled_totals_accepted(const std::vector<double>& total) {
+    for (std::int64_t j = 0; j < m; ++j) {
+      const double t = total[static_cast<std::size_t>(j)];
+      if (b[static_cast<std::size_t>(j)] > 0 && !(t >= accept_low && t <= accept_high)) {
+        ++retries;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// The column log-sum-exps from accepted scaled totals, or (not accepted)
+  /// from totals summed again with the exact column maxima's exponents.
+  bool finish_scaling_columns(bool accepted, std::vector<double> total, double eps, std::vector<double>& lse) {
     if (!accepted) {
       launch_scaling_columns(true);
       const auto maxima = all_column_maxima();
@@ -814,6 +840,61 @@ struct TiledSinkhorn<T>::Impl {
     sc.have_exp = true;
     if (held) sc.used = true;
     return held;
+  }
+
+  /// The scaling domain's joint pass: scaling_rows, the f update,
+  /// row_scalings and scaling_columns in that order, reading K̃ from memory
+  /// once. f is always updated; returns whether col_lse belongs to the new f
+  /// (false when the rows failed and the log domain took over).
+  bool scaling_joint_update(double eps) {
+    ProfilingRegion region("kotml::ot::tiled_scaling_joint_update");
+    std::vector<T> beta;
+    if (!column_scalings(eps, beta)) {
+      build_kernel(eps);  // ḡ = g: every β is 1
+      column_scalings(eps, beta);
+    }
+    detail::copy_to(sc.beta, beta);
+    const bool scaled = sc.have_exp;  // a rebuilt K̃ has no exponents yet: the maxima decide
+    if (scaled) set_column_scales();
+    Kokkos::deep_copy(limbs, std::int64_t(0));
+    const detail::ScalingJointSweep<T> sweep{
+        {data, sc.kernel, sc.beta, lse_row},
+        {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected},
+        sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, limbs};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_joint", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
+                         sweep);
+    Kokkos::fence();
+    ++sweeps;
+    ++joint.passes;
+    // The rows, as scaling_rows: lse from R and the f̄ they were summed with.
+    const auto sums = local_rows_of(lse_row);
+    bool held = true;
+    std::vector<double> lse(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      if (a[i] > 0 && !(sums[i] > 0 && std::isfinite(sums[i]))) held = false;
+      lse[i] = std::log(sums[i]) - sc.f_bar[i] / eps;
+    }
+    if (!comm->all(held)) {
+      scaling_fall_back();
+      row_lse = rows_lse(eps);
+      update(f, log_a, row_lse, eps, options.tau_a, false);
+      return false;
+    }
+    sc.used = true;
+    row_lse = std::move(lse);
+    f = local_rows_of(joint.f);
+    // The absorptions, as row_scalings.
+    const auto f_bar_now = detail::to_host(sc.f_bar_d);
+    for (std::size_t i = 0; i < sc.f_bar.size(); ++i) sc.f_bar[i] = static_cast<double>(f_bar_now[i]);
+    if (rows.count > 0) sc.absorbed += detail::count_flagged(sc.selected);
+    // The columns, as scaling_columns.
+    auto total = reduce_columns(limbs, padded_cols());
+    const bool accepted = scaled && scaled_totals_accepted(total);
+    if (!finish_scaling_columns(accepted, std::move(total), eps, col_lse)) {
+      scaling_fall_back();
+      col_lse = columns_lse(eps);
+    }
+    return true;
   }
 
   // ---------------------------------------------------------- updates
@@ -915,9 +996,8 @@ struct TiledSinkhorn<T>::Impl {
         update(g, log_b, col_lse, eps, options.tau_b, false);
         // The next column update runs at the target ε after a block, else at ε_{t+1}.
         const double next_eps = (it + 1) % options.inner_iterations == 0 ? target : eps_at(it + 1);
-        joint_made = next_eps == eps && joint_ready(eps);
-        if (joint_made) {
-          joint_update(eps);
+        if (next_eps == eps && joint_ready(eps)) {
+          joint_made = joint_step(eps);
         } else {
           row_lse = rows_lse(eps);
           update(f, log_a, row_lse, eps, options.tau_a, false);

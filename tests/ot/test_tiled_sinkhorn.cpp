@@ -222,6 +222,78 @@ TEST(TiledSinkhorn, JointPassGivesTheBitsOfTwoHalfStepPasses) {
   check_joint_pass<float>(cosine, o, 70, 260);
 }
 
+/// The scaling domain's joint pass (one read of K̃ per iteration) against its
+/// two sweeps: the same bits, absorptions, rebuilds, retries and fallbacks.
+template <class T>
+void check_scaling_joint_pass(const HostCloud& x, const HostCloud& y, const PointCost& cost, TiledSinkhornOptions o,
+                              const std::vector<double>& f0, const std::vector<double>& g0, const char* what) {
+  std::vector<Solved<T>> runs;
+  for (bool joint : {false, true}) {
+    o.joint_passes = joint;
+    DevicePoints<T> dx(x), dy(y);
+    TiledSinkhorn<T> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+    if (!f0.empty()) solver.set_potentials(f0, g0);
+    Solved<T> s;
+    s.report = solver.solve();
+    s.f = solver.f();
+    s.g = solver.g();
+    runs.push_back(std::move(s));
+  }
+  const auto& two = runs[0].report;
+  const auto& one = runs[1].report;
+  EXPECT_EQ(two.joint_passes, 0) << what;
+  EXPECT_GT(one.joint_passes, one.iterations / 2) << what;
+  EXPECT_LT(one.tile_sweeps, two.tile_sweeps) << what;
+  EXPECT_EQ(one.iterations, two.iterations) << what;
+  EXPECT_EQ(one.errors, two.errors) << what;
+  EXPECT_EQ(one.scaling_domain, two.scaling_domain) << what;
+  EXPECT_EQ(one.scaling_fallback, two.scaling_fallback) << what;
+  EXPECT_EQ(one.kernel_builds, two.kernel_builds) << what;
+  EXPECT_EQ(one.rows_absorbed, two.rows_absorbed) << what;
+  EXPECT_EQ(one.shift_retries, two.shift_retries) << what;
+  EXPECT_EQ(runs[1].f, runs[0].f) << what;
+  EXPECT_EQ(runs[1].g, runs[0].g) << what;
+}
+
+TEST(TiledSinkhorn, ScalingJointPassGivesTheBitsOfTwoSweeps) {
+  // Absorbed rows (weights 1e-15) and rebuilds of K̃ (a far warm start).
+  auto x = random_cloud(130, 4, 71);
+  const auto y = random_cloud(300, 4, 72);
+  for (std::size_t i = 0; i < 130; i += 13) x.weights[i] = 1e-15;
+  PointCost cosine;
+  cosine.kind = Cost::cosine;
+  TiledSinkhornOptions o;
+  o.epsilon = 0.05;
+  o.tau_a = o.tau_b = 0.6;
+  o.threshold = 1e-6;
+  o.max_iterations = 3000;
+  o.domain = SinkhornDomain::scaling;
+  const std::vector<double> f0(130, 4.0), g0(300, -1.0);
+  check_scaling_joint_pass<float>(x, y, cosine, o, f0, g0, "absorbing, float");
+  check_scaling_joint_pass<double>(x, y, cosine, o, f0, g0, "absorbing, double");
+  // Balanced, a label term, automatic domain, ε-scaling into it.
+  PointCost pairot = cosine;
+  pairot.feature_weight = 0.25;
+  pairot.label = test::label_table(3, 3, 1.5);
+  o = TiledSinkhornOptions();
+  o.epsilon = 0.05;
+  o.max_iterations = 200;
+  o.threshold = 0;
+  o.epsilon_init = 20;
+  o.epsilon_decay = 0.7;
+  check_scaling_joint_pass<float>(x, y, pairot, o, {}, {}, "pairOT cost, float");
+  // A column of weight 1e-300 zeroes its column of K̃ in float: forced, the
+  // scaling domain fails at a column sum and the log domain finishes.
+  auto y_light = y;
+  y_light.weights[5] = 1e-300;
+  o = TiledSinkhornOptions();
+  o.epsilon = 0.05;
+  o.threshold = 0;
+  o.max_iterations = 100;
+  o.domain = SinkhornDomain::scaling;
+  check_scaling_joint_pass<float>(x, y_light, cosine, o, {}, {}, "falling back, float");
+}
+
 // ------------------------------------------------------------ the fixed point
 
 /// The tiled solver's plan against the dense solver's (kotml's convention,

@@ -170,6 +170,7 @@ struct TiledSinkhornOptions {
   std::size_t cost_memory = 0;  // bytes per rank for stored costs (or, recomputed, the joint pass's
                                 // row strips); 0: a quarter of the rank's free memory
   SinkhornDomain domain = SinkhornDomain::automatic;  // scaling needs stored costs
+  bool joint_passes = true;  // alternating: one pass per iteration where possible (false: two, for comparisons)
 
   /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1], threshold
   /// < 0, inner_iterations < 1, max_iterations < 1, epsilon_init < 1 or
