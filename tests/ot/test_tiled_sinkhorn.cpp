@@ -271,6 +271,11 @@ TEST(TiledSinkhorn, ScalingJointPassGivesTheBitsOfTwoSweeps) {
   const std::vector<double> f0(130, 4.0), g0(300, -1.0);
   check_scaling_joint_pass<float>(x, y, cosine, o, f0, g0, "absorbing, float");
   check_scaling_joint_pass<double>(x, y, cosine, o, f0, g0, "absorbing, double");
+  // 2400 columns: ten column tiles, each row tile's K̃ re-read after 600 KB (float).
+  const auto y_wide = random_cloud(2400, 4, 73);
+  const std::vector<double> g_wide(2400, -1.0);
+  check_scaling_joint_pass<float>(x, y_wide, cosine, o, f0, g_wide, "absorbing in bands, float");
+  check_scaling_joint_pass<double>(x, y_wide, cosine, o, f0, g_wide, "absorbing in bands, double");
   // Balanced, a label term, automatic domain, ε-scaling into it.
   PointCost pairot = cosine;
   pairot.feature_weight = 0.25;
