@@ -716,17 +716,28 @@ struct TiledSinkhorn<T>::Impl {
   /// every rank) when some R_i of a positive weight is zero or not finite.
   bool scaling_rows(double eps, std::vector<double>& lse) {
     ProfilingRegion region("kotml::ot::tiled_scaling_row_update");
+    upload_column_scalings(eps);
+    detail::ScalingRowSweep<T> sweep{data, sc.kernel, sc.beta, lse_row};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
+                         sweep);
+    Kokkos::fence();
+    ++sweeps;
+    return rows_from_sums(eps, lse);
+  }
+
+  /// β from g into sc.beta; K̃ rebuilt around g first when a β leaves its range.
+  void upload_column_scalings(double eps) {
     std::vector<T> beta;
     if (!column_scalings(eps, beta)) {
       build_kernel(eps);  // ḡ = g: every β is 1
       column_scalings(eps, beta);
     }
     detail::copy_to(sc.beta, beta);
-    detail::ScalingRowSweep<T> sweep{data, sc.kernel, sc.beta, lse_row};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
-                         sweep);
-    Kokkos::fence();
-    ++sweeps;
+  }
+
+  /// lse_i = log R_i − f̄_i/ε from the row sums R in lse_row; false (on every
+  /// rank) when some R_i of a positive weight is zero or not finite.
+  bool rows_from_sums(double eps, std::vector<double>& lse) {
     const auto sums = local_rows_of(lse_row);
     bool held = true;
     lse.resize(sums.size());
@@ -848,12 +859,7 @@ struct TiledSinkhorn<T>::Impl {
   /// (false when the rows failed and the log domain took over).
   bool scaling_joint_update(double eps) {
     ProfilingRegion region("kotml::ot::tiled_scaling_joint_update");
-    std::vector<T> beta;
-    if (!column_scalings(eps, beta)) {
-      build_kernel(eps);  // ḡ = g: every β is 1
-      column_scalings(eps, beta);
-    }
-    detail::copy_to(sc.beta, beta);
+    upload_column_scalings(eps);
     const bool scaled = sc.have_exp;  // a rebuilt K̃ has no exponents yet: the maxima decide
     if (scaled) set_column_scales();
     Kokkos::deep_copy(limbs, std::int64_t(0));
@@ -866,21 +872,15 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::fence();
     ++sweeps;
     ++joint.passes;
-    // The rows, as scaling_rows: lse from R and the f̄ they were summed with.
-    const auto sums = local_rows_of(lse_row);
-    bool held = true;
-    std::vector<double> lse(sums.size());
-    for (std::size_t i = 0; i < sums.size(); ++i) {
-      if (a[i] > 0 && !(sums[i] > 0 && std::isfinite(sums[i]))) held = false;
-      lse[i] = std::log(sums[i]) - sc.f_bar[i] / eps;
-    }
-    if (!comm->all(held)) {
+    // The rows, as scaling_rows: lse from R and the f̄ they were summed with
+    // (sc.f_bar, not yet the absorbed one).
+    std::vector<double> lse;
+    if (!rows_from_sums(eps, lse)) {
       scaling_fall_back();
       row_lse = rows_lse(eps);
       update(f, log_a, row_lse, eps, options.tau_a, false);
       return false;
     }
-    sc.used = true;
     row_lse = std::move(lse);
     f = local_rows_of(joint.f);
     // The absorptions, as row_scalings.
