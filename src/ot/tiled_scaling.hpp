@@ -37,10 +37,12 @@ struct KernelSweep {
   Vector<const T> f_bar, g_bar;  // per padded row / column
   T s;
   Kokkos::View<const std::int32_t*, MemSpace> selected;  // per local row; empty: all
+  Kokkos::View<const std::int32_t*, MemSpace> col_tiles;  // per column tile; empty: all
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) build_tile(team, I, J);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J)
+      if (col_tiles.extent(0) == 0 || col_tiles(J) != 0) build_tile(team, I, J);
   }
 
   /// Tile (I, J) of K̃: every row, or the selected ones.
@@ -330,8 +332,9 @@ struct ScalingJointSweep {
     if (*absorbed > 0)
       for (std::int64_t J = 0; J < costs.col_tiles; ++J) rebuild.build_tile(team, I, J);
     team.team_barrier();
+    // Column tiles in reverse: the last ones read for the rows are still in cache.
     const T* a = alpha.data() + I * tile_rows;
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+    for (std::int64_t J = costs.col_tiles - 1; J >= 0; --J) {
       const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
       scaled_column_sums(team, row_part.kernel.data() + tile_offset(costs, I, J), rows, width, a, acc);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {

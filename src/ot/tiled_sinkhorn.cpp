@@ -285,7 +285,8 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::View<std::int32_t*, MemSpace> selected;  // per local row: rebuild it
     std::vector<int> col_exp;
     bool have_exp = false;
-    std::int64_t builds = 0, absorbed = 0;
+    Kokkos::View<std::int32_t*, MemSpace> col_tiles_picked;  // per column tile: rebuild it
+    std::int64_t builds = 0, absorbed = 0, columns_absorbed = 0;
   } sc;
 
   std::int64_t padded_rows() const { return data.row_tiles * tile_rows; }
@@ -696,17 +697,26 @@ struct TiledSinkhorn<T>::Impl {
     return static_cast<double>(least) >= floor;
   }
 
-  /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`; false when one
-  /// leaves [2^−Θ, 2^Θ]. Every rank reaches the same answer.
-  bool column_scalings(double eps, std::vector<T>& beta) const {
+  /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`. A β above
+  /// 2^Θ and at most 2^2Θ is absorbed: ḡ_j = g_j (in T), β_j = 1, and the
+  /// column is listed in `absorb` (its entries of K̃ grow by the old β, at most
+  /// 2^2Θ over a row's largest, 1). Returns false when a β is below 2^−Θ or
+  /// above 2^2Θ: then K̃ is rebuilt whole. Every rank reaches the same answer.
+  bool column_scalings(double eps, std::vector<T>& beta, std::vector<std::int64_t>& absorb) {
     const double bound = detail::ScalingLimits<T>::bound;
     beta.assign(static_cast<std::size_t>(padded_cols()), T(0));
+    absorb.clear();
     bool in_range = true;
     for (std::int64_t j = 0; j < m; ++j) {
       const auto k = static_cast<std::size_t>(j);
       if (!(b[k] > 0)) continue;
-      const double v = std::exp((g[k] - sc.g_bar[k]) / eps);
-      if (!(v >= 1 / bound && v <= bound)) in_range = false;
+      double v = std::exp((g[k] - sc.g_bar[k]) / eps);
+      if (v > bound && v <= bound * bound) {
+        absorb.push_back(j);
+        v = std::exp((g[k] - static_cast<double>(static_cast<T>(g[k]))) / eps);
+      } else if (!(v >= 1 / bound && v <= bound)) {
+        in_range = false;
+      }
       beta[k] = static_cast<T>(v);
     }
     return in_range;
@@ -725,14 +735,40 @@ struct TiledSinkhorn<T>::Impl {
     return rows_from_sums(eps, lse);
   }
 
-  /// β from g into sc.beta; K̃ rebuilt around g first when a β leaves its range.
+  /// β from g into sc.beta: columns absorbed one by one where they can be
+  /// (their column tiles of K̃ rebuilt), K̃ rebuilt around g otherwise.
   void upload_column_scalings(double eps) {
     std::vector<T> beta;
-    if (!column_scalings(eps, beta)) {
+    std::vector<std::int64_t> absorb;
+    if (!column_scalings(eps, beta, absorb)) {
       build_kernel(eps);  // ḡ = g: every β is 1
-      column_scalings(eps, beta);
+      column_scalings(eps, beta, absorb);
     }
+    if (!absorb.empty()) absorb_columns(eps, absorb);
     detail::copy_to(sc.beta, beta);
+  }
+
+  /// ḡ_j = g_j for the listed columns, their column tiles of K̃ rebuilt (every
+  /// entry of a tile recomputed, so the others keep their bits), and their
+  /// column-sum exponents moved by the same factor.
+  void absorb_columns(double eps, const std::vector<std::int64_t>& columns) {
+    ProfilingRegion region("kotml::ot::tiled_scaling_absorb_columns");
+    std::vector<std::int32_t> tiles(static_cast<std::size_t>(data.col_tiles), 0);
+    for (const std::int64_t j : columns) {
+      const auto k = static_cast<std::size_t>(j);
+      const double fresh = static_cast<double>(static_cast<T>(g[k]));
+      const double moved = fresh - sc.g_bar[k];
+      sc.g_bar[k] = fresh;
+      if (k < sc.col_exp.size()) sc.col_exp[k] += static_cast<int>(std::lround(moved / eps / std::log(2.0)));
+      tiles[static_cast<std::size_t>(j / tile_cols)] = 1;
+    }
+    round_and_upload(sc.g_bar, sc.g_bar_d);
+    detail::copy_to(sc.col_tiles_picked, tiles);
+    detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
+                                 Kokkos::View<const std::int32_t*, MemSpace>(), sc.col_tiles_picked};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_column_tiles", detail::tile_policy(data.row_tiles, 0), sweep);
+    Kokkos::fence();
+    sc.columns_absorbed += static_cast<std::int64_t>(columns.size());
   }
 
   /// lse_i = log R_i − f̄_i/ε from the row sums R in lse_row; false (on every
@@ -970,6 +1006,7 @@ struct TiledSinkhorn<T>::Impl {
     const bool both_sides = symmetric || !options.balanced();
     const std::int64_t sweeps_before = sweeps, retries_before = retries;
     const std::int64_t builds_before = sc.builds, absorbed_before = sc.absorbed;
+    const std::int64_t columns_before = sc.columns_absorbed;
     const std::int64_t joint_before = joint.passes;
     sc.used = false;
     report.status = SolveStatus::max_iter;
@@ -1055,6 +1092,7 @@ struct TiledSinkhorn<T>::Impl {
     report.scaling_fallback = sc.failed;
     report.kernel_builds = sc.builds - builds_before;
     report.rows_absorbed = sc.absorbed - absorbed_before;
+    report.columns_absorbed = sc.columns_absorbed - columns_before;
     report.tile_sweeps = sweeps - sweeps_before;
     report.shift_retries = retries - retries_before;
     report.joint_passes = joint.passes - joint_before;
@@ -1254,6 +1292,8 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
     s.sc.span = Vector<double>(no_init("kotml::ot::tiled_scaling_span"), std::max<std::int64_t>(n_local, 1));
     s.sc.selected = Kokkos::View<std::int32_t*, MemSpace>(no_init("kotml::ot::tiled_scaling_rows"),
                                                           std::max<std::int64_t>(n_local, 1));
+    s.sc.col_tiles_picked = Kokkos::View<std::int32_t*, MemSpace>(no_init("kotml::ot::tiled_scaling_column_tiles"),
+                                                                  std::max<std::int64_t>(d.col_tiles, 1));
   }
   s.plan_joint_pass(local_budget);
   if (store) {

@@ -437,8 +437,9 @@ struct JointSweep {
       });
     });
     team.team_barrier();
+    // Column tiles in reverse: the last ones written or read for the rows are still in cache.
     const T* ui = u.data() + I * tile_rows;
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J)
+    for (std::int64_t J = costs.col_tiles - 1; J >= 0; --J)
       deposit_column_sums(team, tile_at(I, J, strip), rows, costs.cols_in(J), ui, row_part.s,
                           shift.data() + J * tile_cols, acc, limbs.data() + J * tile_cols * column_limbs);
   }

@@ -532,10 +532,12 @@ TEST(TiledSinkhorn, ScalingDomainNeedsStoredCostsAndAlternatingUpdates) {
   EXPECT_THROW(solve<double>(x, y, PointCost(), o), Error);
 }
 
-TEST(TiledSinkhorn, ScalingDomainAbsorbsRowsAndRebuildsTheKernel) {
+TEST(TiledSinkhorn, ScalingDomainAbsorbsRowsAndColumnsAndRebuildsTheKernel) {
   // Rows of weight 1e-15 have scalings a_i/R_i below 2^-40 in float: they are
-  // absorbed one by one. An unbalanced warm start far from the fixed point
-  // moves g by more than 40 ln 2 ε: K̃ is rebuilt around it.
+  // absorbed one by one (from f0 = 4). An unbalanced warm start far from the
+  // fixed point (f0, then the first g from it) moves g by more than 40 ln 2 ε: upwards
+  // (f0 = 4), its columns are absorbed one by one; downwards (f0 = −4), K̃ is
+  // rebuilt around it.
   auto x = random_cloud(130, 4, 71);
   const auto y = random_cloud(110, 4, 72);
   for (std::size_t i = 0; i < 130; i += 13) x.weights[i] = 1e-15;
@@ -547,26 +549,31 @@ TEST(TiledSinkhorn, ScalingDomainAbsorbsRowsAndRebuildsTheKernel) {
   o.threshold = 1e-6;
   o.max_iterations = 3000;
   DevicePoints<float> dx(x), dy(y);
-  std::vector<double> f0(130), g0(110);
-  for (auto& v : f0) v = 4.0;
-  for (auto& v : g0) v = -1.0;
-  std::vector<std::vector<double>> potentials;
-  for (auto domain : {SinkhornDomain::log, SinkhornDomain::scaling}) {
-    o.domain = domain;
-    TiledSinkhorn<float> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
-    solver.set_potentials(f0, g0);
-    const auto report = solver.solve();
-    ASSERT_TRUE(report.converged);
-    if (domain == SinkhornDomain::scaling) {
-      EXPECT_TRUE(report.scaling_domain);
-      EXPECT_GE(report.rows_absorbed, 10);
-      EXPECT_GE(report.kernel_builds, 2);
+  for (const double start : {4.0, -4.0}) {
+    const std::vector<double> f0(130, start), g0(110, -1.0);
+    std::vector<std::vector<double>> potentials;
+    for (auto domain : {SinkhornDomain::log, SinkhornDomain::scaling}) {
+      o.domain = domain;
+      TiledSinkhorn<float> solver(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+      solver.set_potentials(f0, g0);
+      const auto report = solver.solve();
+      ASSERT_TRUE(report.converged);
+      if (domain == SinkhornDomain::scaling) {
+        EXPECT_TRUE(report.scaling_domain);
+        if (start > 0) {
+          EXPECT_GE(report.rows_absorbed, 10) << "f0 " << start;
+          EXPECT_EQ(report.kernel_builds, 1) << "f0 " << start;
+          EXPECT_GE(report.columns_absorbed, 100) << "f0 " << start;
+        } else {
+          EXPECT_GE(report.kernel_builds, 2) << "f0 " << start;
+        }
+      }
+      potentials.push_back(solver.f());
+      potentials.push_back(solver.g());
     }
-    potentials.push_back(solver.f());
-    potentials.push_back(solver.g());
+    EXPECT_LT(worst_over_eps(potentials[0], potentials[2], o.epsilon), 1e-2) << "f0 " << start;
+    EXPECT_LT(worst_over_eps(potentials[1], potentials[3], o.epsilon), 1e-2) << "f0 " << start;
   }
-  EXPECT_LT(worst_over_eps(potentials[0], potentials[2], o.epsilon), 1e-2);
-  EXPECT_LT(worst_over_eps(potentials[1], potentials[3], o.epsilon), 1e-2);
 }
 
 TEST(TiledSinkhorn, ScalingDomainFallsBackToTheLogDomain) {

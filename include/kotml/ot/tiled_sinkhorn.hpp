@@ -88,8 +88,11 @@
 //     steps and symmetric updates stay in the log domain.
 //   * Absorption keeps α and β in [2^−Θ, 2^Θ] (Θ = 40 float, 200 double): a row
 //     whose α leaves it is rebuilt with f̄_i = f_i (a decision of that row alone,
-//     so it does not depend on the rank count); a β outside it rebuilds K̃ with
-//     ḡ = g on every rank.
+//     so it does not depend on the rank count). A column whose β rises above
+//     2^Θ (at most 2^2Θ) absorbs it alike on every rank: ḡ_j = g_j, and the
+//     column tiles holding such columns are recomputed (their entries then
+//     reach up to 2^2Θ, in range). A β below 2^−Θ or above 2^2Θ rebuilds K̃
+//     with ḡ = g on every rank.
 //   * S_j is summed per row tile in T and deposited in fixed point after a
 //     power-of-two scale 2^−e_j (e_j from the last total, or from the exact
 //     column maxima when a total leaves [2^−20, 2^30]), so it is exact over ranks
@@ -195,6 +198,7 @@ struct TiledSinkhornReport {
   bool scaling_fallback = false;    // it failed and the log domain finished the solve
   std::int64_t kernel_builds = 0;   // whole-K̃ builds
   std::int64_t rows_absorbed = 0;   // single rows of K̃ rebuilt (this rank)
+  std::int64_t columns_absorbed = 0;  // single columns of K̃ rebuilt (alike on every rank)
   std::int64_t joint_passes = 0;    // alternating iterations whose f update and next column
                                     // sums shared one pass over the tiles
   std::size_t strip_bytes = 0;      // the largest rank's row strips for joint passes of
