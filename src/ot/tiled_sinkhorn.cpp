@@ -741,11 +741,24 @@ struct TiledSinkhorn<T>::Impl {
     std::vector<T> beta;
     std::vector<std::int64_t> absorb;
     if (!column_scalings(eps, beta, absorb)) {
+      if (log::verbose()) log::info("sinkhorn: scaling kernel rebuilt around g: (g − ḡ)/ε spans " + drift_text(eps));
       build_kernel(eps);  // ḡ = g: every β is 1
       column_scalings(eps, beta, absorb);
     }
     if (!absorb.empty()) absorb_columns(eps, absorb);
     detail::copy_to(sc.beta, beta);
+  }
+
+  /// "[low, high]": the range of (g_j − ḡ_j)/ε over the columns of positive weight.
+  std::string drift_text(double eps) const {
+    double low = std::numeric_limits<double>::infinity(), high = -low;
+    for (std::int64_t j = 0; j < m; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      if (!(b[k] > 0)) continue;
+      low = std::min(low, (g[k] - sc.g_bar[k]) / eps);
+      high = std::max(high, (g[k] - sc.g_bar[k]) / eps);
+    }
+    return "[" + log::scientific_text(low) + ", " + log::scientific_text(high) + "]";
   }
 
   /// ḡ_j = g_j for the listed columns, their column tiles of K̃ rebuilt (every
