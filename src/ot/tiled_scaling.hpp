@@ -37,12 +37,10 @@ struct KernelSweep {
   Vector<const T> f_bar, g_bar;  // per padded row / column
   T s;
   Kokkos::View<const std::int32_t*, MemSpace> selected;  // per local row; empty: all
-  Kokkos::View<const std::int32_t*, MemSpace> col_tiles;  // per column tile; empty: all
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J)
-      if (col_tiles.extent(0) == 0 || col_tiles(J) != 0) build_tile(team, I, J);
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) build_tile(team, I, J);
   }
 
   /// Tile (I, J) of K̃: every row, or the selected ones.
@@ -62,6 +60,33 @@ struct KernelSweep {
 #else
       scaling_kernel_row_host(c + i * tile_cols, g_bar.data() + col0, width, f_bar(r), s, k + i * tile_cols);
 #endif
+    });
+  }
+};
+
+/// K̃_ij = exp((f̄_i + ḡ_j − c_ij)·s) for the listed columns j and every local
+/// row: KernelSweep's entries (the same expression, so the same bits), one
+/// column at a time; one team per row tile.
+template <class T>
+struct ColumnKernelSweep {
+  TileCostData<T> costs;  // stored
+  Vector<T> kernel;
+  Vector<const T> f_bar, g_bar;  // per padded row / column
+  T s;
+  Kokkos::View<const std::int64_t*, MemSpace> columns;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
+    const std::int64_t I = team.league_rank();
+    const std::int64_t rows = costs.rows_in(I);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, columns.extent(0)), [&](const std::int64_t q) {
+      const std::int64_t j = columns(q);
+      const std::int64_t at = tile_offset(costs, I, j / tile_cols) + j % tile_cols;
+      const T* c = costs.stored.data() + at;
+      T* k = kernel.data() + at;
+      const T gj = g_bar(j);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, rows), [&](const std::int64_t i) {
+        k[i * tile_cols] = fast_exp((f_bar(I * tile_rows + i) + gj - c[i * tile_cols]) * s);
+      });
     });
   }
 };

@@ -285,7 +285,6 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::View<std::int32_t*, MemSpace> selected;  // per local row: rebuild it
     std::vector<int> col_exp;
     bool have_exp = false;
-    Kokkos::View<std::int32_t*, MemSpace> col_tiles_picked;  // per column tile: rebuild it
     std::int64_t builds = 0, absorbed = 0, columns_absorbed = 0;
   } sc;
 
@@ -697,11 +696,11 @@ struct TiledSinkhorn<T>::Impl {
     return static_cast<double>(least) >= floor;
   }
 
-  /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`. A β above
-  /// 2^Θ and at most 2^2Θ is absorbed: ḡ_j = g_j (in T), β_j = 1, and the
-  /// column is listed in `absorb` (its entries of K̃ grow by the old β, at most
-  /// 2^2Θ over a row's largest, 1). Returns false when a β is below 2^−Θ or
-  /// above 2^2Θ: then K̃ is rebuilt whole. Every rank reaches the same answer.
+  /// β_j = exp((g_j − ḡ_j)/ε) (0 for a zero weight) into `beta`. A β outside
+  /// [2^−Θ, 2^Θ] but within [2^−2Θ, 2^2Θ] is absorbed: ḡ_j = g_j (in T), β_j
+  /// = 1, and the column is listed in `absorb` (its entries of K̃ move by the
+  /// old β). Returns false when a β is outside [2^−2Θ, 2^2Θ]: then K̃ is
+  /// rebuilt whole. Every rank reaches the same answer.
   bool column_scalings(double eps, std::vector<T>& beta, std::vector<std::int64_t>& absorb) {
     const double bound = detail::ScalingLimits<T>::bound;
     beta.assign(static_cast<std::size_t>(padded_cols()), T(0));
@@ -711,7 +710,7 @@ struct TiledSinkhorn<T>::Impl {
       const auto k = static_cast<std::size_t>(j);
       if (!(b[k] > 0)) continue;
       double v = std::exp((g[k] - sc.g_bar[k]) / eps);
-      if (v > bound && v <= bound * bound) {
+      if ((v > bound && v <= bound * bound) || (v < 1 / bound && v >= 1 / (bound * bound))) {
         absorb.push_back(j);
         v = std::exp((g[k] - static_cast<double>(static_cast<T>(g[k]))) / eps);
       } else if (!(v >= 1 / bound && v <= bound)) {
@@ -735,8 +734,8 @@ struct TiledSinkhorn<T>::Impl {
     return rows_from_sums(eps, lse);
   }
 
-  /// β from g into sc.beta: columns absorbed one by one where they can be
-  /// (their column tiles of K̃ rebuilt), K̃ rebuilt around g otherwise.
+  /// β from g into sc.beta: columns absorbed one by one where they can be,
+  /// K̃ rebuilt around g otherwise.
   void upload_column_scalings(double eps) {
     std::vector<T> beta;
     std::vector<std::int64_t> absorb;
@@ -761,27 +760,27 @@ struct TiledSinkhorn<T>::Impl {
     return "[" + log::scientific_text(low) + ", " + log::scientific_text(high) + "]";
   }
 
-  /// ḡ_j = g_j for the listed columns, their column tiles of K̃ rebuilt (every
-  /// entry of a tile recomputed, so the others keep their bits), and their
-  /// column-sum exponents moved by the same factor.
+  /// ḡ_j = g_j for the listed columns, their entries of K̃ recomputed, and
+  /// their column-sum exponents moved by the same factor.
   void absorb_columns(double eps, const std::vector<std::int64_t>& columns) {
     ProfilingRegion region("kotml::ot::tiled_scaling_absorb_columns");
-    std::vector<std::int32_t> tiles(static_cast<std::size_t>(data.col_tiles), 0);
     for (const std::int64_t j : columns) {
       const auto k = static_cast<std::size_t>(j);
       const double fresh = static_cast<double>(static_cast<T>(g[k]));
       const double moved = fresh - sc.g_bar[k];
       sc.g_bar[k] = fresh;
       if (k < sc.col_exp.size()) sc.col_exp[k] += static_cast<int>(std::lround(moved / eps / std::log(2.0)));
-      tiles[static_cast<std::size_t>(j / tile_cols)] = 1;
     }
     round_and_upload(sc.g_bar, sc.g_bar_d);
-    detail::copy_to(sc.col_tiles_picked, tiles);
-    detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
-                                 Kokkos::View<const std::int32_t*, MemSpace>(), sc.col_tiles_picked};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_column_tiles", detail::tile_policy(data.row_tiles, 0), sweep);
+    Kokkos::View<std::int64_t*, MemSpace> listed(no_init("kotml::ot::tiled_scaling_absorbed_columns"),
+                                                 columns.size());
+    detail::copy_to(listed, columns);
+    detail::ColumnKernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), listed};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_absorb_columns", detail::tile_policy(data.row_tiles, 0), sweep);
     Kokkos::fence();
     sc.columns_absorbed += static_cast<std::int64_t>(columns.size());
+    if (log::verbose())
+      log::info("sinkhorn: " + std::to_string(columns.size()) + " columns of K̃ absorbed");
   }
 
   /// lse_i = log R_i − f̄_i/ε from the row sums R in lse_row; false (on every
@@ -1305,8 +1304,7 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
     s.sc.span = Vector<double>(no_init("kotml::ot::tiled_scaling_span"), std::max<std::int64_t>(n_local, 1));
     s.sc.selected = Kokkos::View<std::int32_t*, MemSpace>(no_init("kotml::ot::tiled_scaling_rows"),
                                                           std::max<std::int64_t>(n_local, 1));
-    s.sc.col_tiles_picked = Kokkos::View<std::int32_t*, MemSpace>(no_init("kotml::ot::tiled_scaling_column_tiles"),
-                                                                  std::max<std::int64_t>(d.col_tiles, 1));
+
   }
   s.plan_joint_pass(local_budget);
   if (store) {

@@ -88,11 +88,12 @@
 //     steps and symmetric updates stay in the log domain.
 //   * Absorption keeps α and β in [2^−Θ, 2^Θ] (Θ = 40 float, 200 double): a row
 //     whose α leaves it is rebuilt with f̄_i = f_i (a decision of that row alone,
-//     so it does not depend on the rank count). A column whose β rises above
-//     2^Θ (at most 2^2Θ) absorbs it alike on every rank: ḡ_j = g_j, and the
-//     column tiles holding such columns are recomputed (their entries then
-//     reach up to 2^2Θ, in range). A β below 2^−Θ or above 2^2Θ rebuilds K̃
-//     with ḡ = g on every rank.
+//     so it does not depend on the rank count). A column whose β leaves it but
+//     stays within [2^−2Θ, 2^2Θ] absorbs it alike on every rank: ḡ_j = g_j and
+//     that column's entries of K̃ recomputed (they move by the old β: up to
+//     2^2Θ over a row's largest, 1, or down toward the flush below, where a
+//     column that empties sends the solve to the log domain). A β beyond
+//     [2^−2Θ, 2^2Θ] rebuilds K̃ with ḡ = g on every rank.
 //   * S_j is summed per row tile in T and deposited in fixed point after a
 //     power-of-two scale 2^−e_j (e_j from the last total, or from the exact
 //     column maxima when a total leaves [2^−20, 2^30]), so it is exact over ranks
