@@ -284,15 +284,15 @@ struct ScalingColumnSweep {
 };
 
 /// Alternating updates in the scaling domain with one read of K̃ from memory
-/// per iteration (the log domain's JointSweep, here). Per row tile (one team
-/// each):
+/// per iteration (the log domain's JointSweep, here). Per row tile:
 ///   1. R_i = Σ_j K̃_ij β_j into sum (ScalingRowSweep's sums), then
 ///      lse_i = log R_i − f̄_i/ε and f_i = updated_potential(log a_i, lse_i);
 ///   2. α_i = exp((f_i − f̄_i)/ε) (0 for a zero weight or past the rows); a row
 ///      whose α leaves [2^−Θ, 2^Θ] absorbs it, f̄_i = f_i in T and its row of K̃
 ///      rebuilt, flagged in `selected` (the host's row scalings);
-///   3. 2^−e_j·Σ_i α_i K̃_ij per column tile, deposited atomically (as
-///      ScalingColumnSweep's sum mode, per row tile in the same order).
+///   3. 2^−e_j·Σ_i α_i K̃_ij per column tile, deposited into the team's slot
+///      (JointSlots; as ScalingColumnSweep's sum mode, per row tile in the same
+///      order).
 /// The row tile's K̃ is read again in step 3, from cache where it fits. The
 /// host checks R and the column totals afterwards, as after the two sweeps.
 template <class T>
@@ -306,20 +306,30 @@ struct ScalingJointSweep {
   Vector<double> f;             // per local row
   Vector<T> alpha;              // per padded row
   Vector<const double> scale;   // per padded column: 2^−e_j
-  Limbs limbs;
+  JointSlots slots;
 
   static std::size_t scratch_bytes() {
-    return tile_rows * sizeof(double) + ((tile_cols * sizeof(T) + 127) / 128) * 128 + 384;
+    return tile_rows * sizeof(double) + ((tile_cols * sizeof(T) + 127) / 128) * 128 + 512;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
-    const TileCostData<T>& costs = row_part.costs;
-    const std::int64_t I = team.league_rank();
-    const std::int64_t rows = costs.rows_in(I);
     ScratchCarver pad{team.team_scratch(1)};
     double* total = pad.take<double>(tile_rows);
     T* acc = pad.take<T>(tile_cols);
     int* absorbed = pad.take<int>(1);
+    std::int64_t* claimed = pad.take<std::int64_t>(1);
+    std::int64_t* limbs = slots.own(team);
+    for (;;) {
+      const std::int64_t I = slots.claim(team, claimed);
+      if (I >= row_part.costs.row_tiles) return;
+      row_tile(team, I, total, acc, absorbed, limbs);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void row_tile(const TileMember& team, std::int64_t I, double* total, T* acc, int* absorbed,
+                                       std::int64_t* limbs) const {
+    const TileCostData<T>& costs = row_part.costs;
+    const std::int64_t rows = costs.rows_in(I);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] = 0; });
     });
@@ -364,9 +374,8 @@ struct ScalingJointSweep {
       scaled_column_sums(team, row_part.kernel.data() + tile_offset(costs, I, J), rows, width, a, acc);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
-          std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
-          if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]) * scale(col0 + k)))
-            ColumnFixed::atomic_poison(limb);
+          std::int64_t* limb = limbs + (col0 + k) * column_limbs;
+          if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]) * scale(col0 + k))) ColumnFixed::poison(limb);
         });
       });
       team.team_barrier();

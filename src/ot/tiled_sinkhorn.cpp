@@ -200,6 +200,18 @@ std::int32_t count_flagged(const Kokkos::View<const std::int32_t*, MemSpace>& fl
   return flagged;
 }
 
+/// limbs = Σ over the slots of their limbs (integers: exact in any order).
+void sum_slot_limbs(const JointSlots& slots, std::int64_t count, const Limbs& limbs) {
+  const std::int64_t length = slots.padded_cols * column_limbs;
+  const Limbs source = slots.limbs;
+  Kokkos::parallel_for(
+      "kotml::ot::tiled_joint_sum_slots", Kokkos::RangePolicy<ExecSpace>(0, length), KOKKOS_LAMBDA(const std::int64_t e) {
+        std::int64_t total = 0;
+        for (std::int64_t slot = 0; slot < count; ++slot) total += source(slot * length + e);
+        limbs(e) = total;
+      });
+}
+
 template <class V>
 std::vector<typename V::non_const_value_type> to_host(const V& view) {
   auto mirror = Kokkos::create_mirror_view_and_copy(HostSpace(), view);
@@ -264,7 +276,7 @@ struct TiledSinkhorn<T>::Impl {
     std::size_t strip_bytes = 0;  // this rank's
     Vector<T> strips;
     Vector<double> log_a, f;      // per local row
-    Kokkos::View<std::int64_t, MemSpace> next;
+    detail::JointSlots slots_state;  // the claim counter and each slot's column limbs
     std::int64_t passes = 0;
   } joint;
 
@@ -305,17 +317,22 @@ struct TiledSinkhorn<T>::Impl {
     joint.slots = std::min(data.row_tiles, units);
     const std::size_t bytes =
         storing ? 0 : static_cast<std::size_t>(joint.slots * data.col_tiles) * detail::tile_entries * sizeof(T);
+    const std::size_t limb_bytes =
+        static_cast<std::size_t>(joint.slots * padded_cols() * detail::column_limbs) * sizeof(std::int64_t);
     joint.strip_bytes = static_cast<std::size_t>(comm->max(static_cast<std::int64_t>(bytes)));
-    if (!comm->all(bytes <= local_budget)) return;
+    if (!comm->all(bytes + limb_bytes <= local_budget)) return;
     bool allocated = true;
     try {
       joint.strips = Vector<T>(no_init("kotml::ot::tiled_joint_strips"), bytes / sizeof(T));
+      joint.slots_state.limbs = detail::Limbs(no_init("kotml::ot::tiled_joint_slot_limbs"),
+                                              limb_bytes / sizeof(std::int64_t));
     } catch (const std::exception&) {
       allocated = false;
     }
     joint.allowed = comm->all(allocated);
     if (!joint.allowed) {
       joint.strips = Vector<T>();
+      joint.slots_state = detail::JointSlots();
       return;
     }
     std::vector<double> log_rows(log_a);
@@ -323,7 +340,8 @@ struct TiledSinkhorn<T>::Impl {
     joint.log_a = Vector<double>(no_init("kotml::ot::tiled_joint_log_a"), log_rows.size());
     detail::copy_to(joint.log_a, log_rows);
     joint.f = Vector<double>(no_init("kotml::ot::tiled_joint_f"), log_rows.size());
-    joint.next = Kokkos::View<std::int64_t, MemSpace>("kotml::ot::tiled_joint_next");
+    joint.slots_state.next = Kokkos::View<std::int64_t, MemSpace>("kotml::ot::tiled_joint_next");
+    joint.slots_state.padded_cols = padded_cols();
   }
 
   // ---------------------------------------------------------- scaling
@@ -533,18 +551,25 @@ struct TiledSinkhorn<T>::Impl {
     return true;
   }
 
+  /// Zeroes the slots' limbs and the row tile counter before a joint pass.
+  void start_slots() {
+    Kokkos::deep_copy(joint.slots_state.limbs, std::int64_t(0));
+    Kokkos::deep_copy(joint.slots_state.next, std::int64_t(0));
+  }
+
   /// f's update from g (as rows_lse then update) and the column log-sum-exps
   /// of the next column update at the same eps (as columns_lse), in one pass.
   void joint_update(double eps) {
     ProfilingRegion region("kotml::ot::tiled_joint_update");
     scale_cols(g, eps);
     set_shifts_from(col_lse);
-    Kokkos::deep_copy(limbs, std::int64_t(0));
-    Kokkos::deep_copy(joint.next, std::int64_t(0));
-    const detail::JointSweep<T> sweep{row_sweep(eps, false), joint.log_a, eps, options.tau_a, joint.f, u,
-                                      shift, limbs, joint.strips, joint.next};
+    start_slots();
+    const detail::JointSweep<T> sweep{row_sweep(eps, false), joint.log_a, eps,       options.tau_a,
+                                      joint.f,               u,           shift,     joint.strips,
+                                      joint.slots_state};
     Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
+    detail::sum_slot_limbs(joint.slots_state, joint.slots, limbs);
     ++sweeps;
     ++joint.passes;
     row_sweep_done(sweep.row_part);
@@ -910,14 +935,15 @@ struct TiledSinkhorn<T>::Impl {
     upload_column_scalings(eps);
     const bool scaled = sc.have_exp;  // a rebuilt K̃ has no exponents yet: the maxima decide
     if (scaled) set_column_scales();
-    Kokkos::deep_copy(limbs, std::int64_t(0));
+    start_slots();
     const detail::ScalingJointSweep<T> sweep{
         {data, sc.kernel, sc.beta, lse_row},
         {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected},
-        sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, limbs};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_joint", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
+        sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, joint.slots_state};
+    Kokkos::parallel_for("kotml::ot::tiled_scaling_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()),
                          sweep);
     Kokkos::fence();
+    detail::sum_slot_limbs(joint.slots_state, joint.slots, limbs);
     ++sweeps;
     ++joint.passes;
     // The rows, as scaling_rows: lse from R and the f̄ they were summed with

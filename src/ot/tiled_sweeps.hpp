@@ -264,13 +264,14 @@ struct ColumnSweep {
 // ------------------------------------------------------- both at once
 
 /// One tile's shifted column sums Σ_i exp(u_i − s·c_ij − shift_j) over its
-/// rows (in order, in T), each deposited atomically into its column's limbs
-/// (`limbs` and `shift` start at the tile's first column); `acc` is a scratch
-/// row of tile_cols. Ends with a team barrier.
+/// rows (in order, in T), each deposited into its column's limbs (`limbs` and
+/// `shift` start at the tile's first column), atomically when other teams add
+/// to the same limbs; `acc` is a scratch row of tile_cols. Ends with a team
+/// barrier.
 template <class T>
 KOKKOS_INLINE_FUNCTION void deposit_column_sums(const TileMember& team, const T* tile, std::int64_t rows,
                                                 std::int64_t width, const T* ui, T s, const T* shift, T* acc,
-                                                std::int64_t* limbs) {
+                                                std::int64_t* limbs, bool atomic) {
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
     Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
   });
@@ -286,7 +287,11 @@ KOKKOS_INLINE_FUNCTION void deposit_column_sums(const TileMember& team, const T*
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
     Kokkos::single(Kokkos::PerThread(team), [&]() {
       std::int64_t* limb = limbs + k * column_limbs;
-      if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::atomic_poison(limb);
+      if (!atomic) {
+        if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::poison(limb);
+      } else if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) {
+        ColumnFixed::atomic_poison(limb);
+      }
     });
   });
   team.team_barrier();
@@ -324,7 +329,7 @@ struct BothSweep {
       const T* tile = costs.tile(team, I, J, buffer);
       row_part.add_tile(team, I, J, rows, tile, top, sum, guessed);
       deposit_column_sums(team, tile, rows, costs.cols_in(J), ui, row_part.s, shift.data() + J * tile_cols, acc,
-                          limbs.data() + J * tile_cols * column_limbs);
+                          limbs.data() + J * tile_cols * column_limbs, true);
     }
     if (guessed) {
       if (row_part.accept_guess(team, I, rows, sum, failed)) return;
@@ -335,6 +340,33 @@ struct BothSweep {
 };
 
 // ------------------------------------------------- alternating, one pass
+
+/// The slots of a joint sweep: one team per slot (league = slots), each taking
+/// row tiles from a shared counter until none is left, and depositing its
+/// column sums into its own slot's limbs with plain adds (no other team
+/// writes them); the slots' limbs are summed after the launch (integers: exact
+/// in any order). Which team takes which row tile does not matter: a row's
+/// values are its own.
+struct JointSlots {
+  Kokkos::View<std::int64_t, MemSpace> next;  // the next row tile to take, from 0
+  Limbs limbs;                                // slots × padded_cols × column_limbs
+  std::int64_t padded_cols = 0;
+
+  /// The next row tile for the calling team (every thread gets the same);
+  /// `claimed` is one int64 of the team's scratch.
+  KOKKOS_INLINE_FUNCTION std::int64_t claim(const TileMember& team, std::int64_t* claimed) const {
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { *claimed = Kokkos::atomic_fetch_add(&next(), std::int64_t(1)); });
+    team.team_barrier();
+    const std::int64_t I = *claimed;
+    team.team_barrier();
+    return I;
+  }
+
+  /// The calling team's limbs, from column 0.
+  KOKKOS_INLINE_FUNCTION std::int64_t* own(const TileMember& team) const {
+    return limbs.data() + team.league_rank() * padded_cols * column_limbs;
+  }
+};
 
 /// OTT's potential update pot = τ·(ε log w − ε·lse), a non-finite lse counting
 /// as 0. One definition for the host's updates and the joint sweep's, so both
@@ -360,9 +392,7 @@ KOKKOS_INLINE_FUNCTION double updated_potential(double log_w, double lse, double
 /// is the same bits as theirs: the same operations per row and per (row tile,
 /// column) partial, and exact column totals.
 ///
-/// One team per strip (league = slots); teams take row tiles from a shared
-/// counter until none is left. The order does not matter: a row's values are
-/// its own, and fixed-point deposits add exactly in any order.
+/// One team per strip (JointSlots).
 template <class T>
 struct JointSweep {
   RowSweep<T> row_part;       // costs, h, s, lse, guesses
@@ -371,9 +401,8 @@ struct JointSweep {
   Vector<double> f;           // per local row
   Vector<T> u;                // padded to whole row tiles
   Vector<const T> shift;      // per padded column
-  Limbs limbs;
   Vector<T> strips;           // slots × col_tiles × tile_entries; empty: the costs are stored
-  Kokkos::View<std::int64_t, MemSpace> next;  // the next row tile to take, from 0
+  JointSlots slots;
 
   static std::size_t scratch_bytes() {
     return tile_scratch_bytes<T>(2 * tile_rows * sizeof(double) + tile_cols * sizeof(T) + 128);
@@ -388,13 +417,11 @@ struct JointSweep {
     std::int64_t* claimed = pad.take<std::int64_t>(1);
     const TileCostData<T>& costs = row_part.costs;
     T* strip = strips.extent(0) > 0 ? strips.data() + team.league_rank() * costs.col_tiles * tile_entries : nullptr;
+    std::int64_t* limbs = slots.own(team);
     for (;;) {
-      Kokkos::single(Kokkos::PerTeam(team), [&]() { *claimed = Kokkos::atomic_fetch_add(&next(), std::int64_t(1)); });
-      team.team_barrier();
-      const std::int64_t I = *claimed;
-      team.team_barrier();
+      const std::int64_t I = slots.claim(team, claimed);
       if (I >= costs.row_tiles) return;
-      row_tile(team, I, strip, top, sum, acc, failed);
+      row_tile(team, I, strip, top, sum, acc, failed, limbs);
     }
   }
 
@@ -405,7 +432,7 @@ struct JointSweep {
   }
 
   KOKKOS_INLINE_FUNCTION void row_tile(const TileMember& team, std::int64_t I, T* strip, double* top, double* sum,
-                                       T* acc, int* failed) const {
+                                       T* acc, int* failed, std::int64_t* limbs) const {
     const TileCostData<T>& costs = row_part.costs;
     const std::int64_t rows = costs.rows_in(I);
     const bool guessed = row_part.guessed();
@@ -441,7 +468,7 @@ struct JointSweep {
     const T* ui = u.data() + I * tile_rows;
     for (std::int64_t J = costs.col_tiles - 1; J >= 0; --J)
       deposit_column_sums(team, tile_at(I, J, strip), rows, costs.cols_in(J), ui, row_part.s,
-                          shift.data() + J * tile_cols, acc, limbs.data() + J * tile_cols * column_limbs);
+                          shift.data() + J * tile_cols, acc, limbs + J * tile_cols * column_limbs, false);
   }
 };
 
