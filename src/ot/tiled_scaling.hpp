@@ -28,8 +28,10 @@ KOKKOS_INLINE_FUNCTION std::int64_t tile_offset(const TileCostData<T>& costs, st
   return (I * costs.col_tiles + J) * tile_entries;
 }
 
-/// K̃_ij = exp((f̄_i + ḡ_j − c_ij)·s) for every row, or for the rows whose
-/// `selected` flag is set; one team per row tile.
+/// K̃_ij = exp((f̄_i + ḡ_j − c_ij)·s) for every row, for the rows whose
+/// `selected` flag is set, or (with `columns`) for the listed columns of every
+/// row, one at a time with the same expression (so the same bits); one team
+/// per row tile.
 template <class T>
 struct KernelSweep {
   TileCostData<T> costs;  // stored
@@ -37,10 +39,30 @@ struct KernelSweep {
   Vector<const T> f_bar, g_bar;  // per padded row / column
   T s;
   Kokkos::View<const std::int32_t*, MemSpace> selected;  // per local row; empty: all
+  Kokkos::View<const std::int64_t*, MemSpace> columns;   // empty: whole rows
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     const std::int64_t I = team.league_rank();
+    if (columns.extent(0) > 0) {
+      build_columns(team, I);
+      return;
+    }
     for (std::int64_t J = 0; J < costs.col_tiles; ++J) build_tile(team, I, J);
+  }
+
+  /// The listed columns' entries of row tile I, one column at a time.
+  KOKKOS_INLINE_FUNCTION void build_columns(const TileMember& team, std::int64_t I) const {
+    const std::int64_t rows = costs.rows_in(I);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, columns.extent(0)), [&](const std::int64_t q) {
+      const std::int64_t j = columns(q);
+      const std::int64_t at = tile_offset(costs, I, j / tile_cols) + j % tile_cols;
+      const T* c = costs.stored.data() + at;
+      T* k = kernel.data() + at;
+      const T gj = g_bar(j);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, rows), [&](const std::int64_t i) {
+        k[i * tile_cols] = fast_exp((f_bar(I * tile_rows + i) + gj - c[i * tile_cols]) * s);
+      });
+    });
   }
 
   /// Tile (I, J) of K̃: every row, or the selected ones.
@@ -60,33 +82,6 @@ struct KernelSweep {
 #else
       scaling_kernel_row_host(c + i * tile_cols, g_bar.data() + col0, width, f_bar(r), s, k + i * tile_cols);
 #endif
-    });
-  }
-};
-
-/// K̃_ij = exp((f̄_i + ḡ_j − c_ij)·s) for the listed columns j and every local
-/// row: KernelSweep's entries (the same expression, so the same bits), one
-/// column at a time; one team per row tile.
-template <class T>
-struct ColumnKernelSweep {
-  TileCostData<T> costs;  // stored
-  Vector<T> kernel;
-  Vector<const T> f_bar, g_bar;  // per padded row / column
-  T s;
-  Kokkos::View<const std::int64_t*, MemSpace> columns;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
-    const std::int64_t I = team.league_rank();
-    const std::int64_t rows = costs.rows_in(I);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, columns.extent(0)), [&](const std::int64_t q) {
-      const std::int64_t j = columns(q);
-      const std::int64_t at = tile_offset(costs, I, j / tile_cols) + j % tile_cols;
-      const T* c = costs.stored.data() + at;
-      T* k = kernel.data() + at;
-      const T gj = g_bar(j);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, rows), [&](const std::int64_t i) {
-        k[i * tile_cols] = fast_exp((f_bar(I * tile_rows + i) + gj - c[i * tile_cols]) * s);
-      });
     });
   }
 };

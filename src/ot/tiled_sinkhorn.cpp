@@ -632,7 +632,8 @@ struct TiledSinkhorn<T>::Impl {
   void launch_kernel(double eps, bool selected_only) {
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
                                  selected_only ? Kokkos::View<const std::int32_t*, MemSpace>(sc.selected)
-                                               : Kokkos::View<const std::int32_t*, MemSpace>()};
+                                               : Kokkos::View<const std::int32_t*, MemSpace>(),
+                                 {}};
     Kokkos::parallel_for("kotml::ot::tiled_scaling_kernel", detail::tile_policy(data.row_tiles, 0), sweep);
     Kokkos::fence();
     ++sweeps;
@@ -800,7 +801,7 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::View<std::int64_t*, MemSpace> listed(no_init("kotml::ot::tiled_scaling_absorbed_columns"),
                                                  columns.size());
     detail::copy_to(listed, columns);
-    detail::ColumnKernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), listed};
+    detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), {}, listed};
     Kokkos::parallel_for("kotml::ot::tiled_scaling_absorb_columns", detail::tile_policy(data.row_tiles, 0), sweep);
     Kokkos::fence();
     sc.columns_absorbed += static_cast<std::int64_t>(columns.size());
@@ -938,7 +939,7 @@ struct TiledSinkhorn<T>::Impl {
     start_slots();
     const detail::ScalingJointSweep<T> sweep{
         {data, sc.kernel, sc.beta, lse_row},
-        {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected},
+        {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected, {}},
         sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, joint.slots_state};
     Kokkos::parallel_for("kotml::ot::tiled_scaling_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()),
                          sweep);

@@ -256,7 +256,7 @@ void check_scaling_joint_pass(const HostCloud& x, const HostCloud& y, const Poin
 }
 
 TEST(TiledSinkhorn, ScalingJointPassGivesTheBitsOfTwoSweeps) {
-  // Absorbed rows (weights 1e-15) and rebuilds of K̃ (a far warm start).
+  // Absorbed rows (weights 1e-15), and columns absorbed or K̃ rebuilt (a far warm start).
   auto x = random_cloud(130, 4, 71);
   const auto y = random_cloud(300, 4, 72);
   for (std::size_t i = 0; i < 130; i += 13) x.weights[i] = 1e-15;

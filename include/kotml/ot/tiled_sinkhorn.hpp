@@ -57,7 +57,9 @@
 //     new f. The iterates are those of the two half-steps, bit for bit. A row
 //     must be complete before its column part, so recomputed tiles are kept
 //     in a strip of one row tile × all column tiles per thread (64·m·sizeof(T)
-//     bytes; 5 MB at m = 20,000 in float), charged to `cost_memory`; without
+//     bytes; 5 MB at m = 20,000 in float), charged to `cost_memory` with
+//     each thread's own column limbs (its deposits need no atomics); stored
+//     tiles, and K̃ in the scaling domain (below), are read again. Without
 //     room for them, and around a change of ε_t, the two half-steps run as
 //     two passes.
 //   * Where y does not fit a rank either, the next step is a ring: y in blocks,
