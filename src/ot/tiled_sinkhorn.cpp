@@ -201,8 +201,9 @@ std::int32_t count_flagged(const Kokkos::View<const std::int32_t*, MemSpace>& fl
 }
 
 /// limbs = Σ over the slots of their limbs (integers: exact in any order).
-void sum_slot_limbs(const JointSlots& slots, std::int64_t count, const Limbs& limbs) {
+void sum_slot_limbs(const JointSlots& slots, const Limbs& limbs) {
   const std::int64_t length = slots.padded_cols * column_limbs;
+  const std::int64_t count = length > 0 ? static_cast<std::int64_t>(slots.limbs.extent(0)) / length : 0;
   const Limbs source = slots.limbs;
   Kokkos::parallel_for(
       "kotml::ot::tiled_joint_sum_slots", Kokkos::RangePolicy<ExecSpace>(0, length), KOKKOS_LAMBDA(const std::int64_t e) {
@@ -273,7 +274,7 @@ struct TiledSinkhorn<T>::Impl {
   struct JointState {
     bool allowed = false;
     std::int64_t slots = 0;
-    std::size_t strip_bytes = 0;  // this rank's
+    std::size_t strip_bytes = 0;  // the largest rank's (reported)
     Vector<T> strips;
     Vector<double> log_a, f;      // per local row
     detail::JointSlots slots_state;  // the claim counter and each slot's column limbs
@@ -513,17 +514,25 @@ struct TiledSinkhorn<T>::Impl {
     ProfilingRegion region("kotml::ot::tiled_column_update");
     scale_rows(f, eps);
     std::vector<double> lse;
-    if (have_shift) {
+    if (have_shift)
       set_shifts_from(col_lse);
-      launch_columns(eps, false);
-      if (finish_columns(reduce_columns(limbs, padded_cols()), lse, true)) return lse;
-      ++retries;
-    }
+    else
+      exact_shifts(eps);
+    launch_columns(eps, false);
+    columns_from_limbs(eps, lse, have_shift);
+    have_shift = true;
+    return lse;
+  }
+
+  /// The column log-sum-exps from the shifted totals in `limbs` (over ranks).
+  /// With guessed shifts (`guessed`), a total out of range counts a retry and
+  /// the columns are summed again with the exact maxima as shifts (u as now).
+  void columns_from_limbs(double eps, std::vector<double>& lse, bool guessed) {
+    if (finish_columns(reduce_columns(limbs, padded_cols()), lse, guessed)) return;
+    ++retries;
     exact_shifts(eps);
     launch_columns(eps, false);
     finish_columns(reduce_columns(limbs, padded_cols()), lse, false);
-    have_shift = true;
-    return lse;
   }
 
   void set_shifts_from(const std::vector<double>& lse) {
@@ -569,17 +578,13 @@ struct TiledSinkhorn<T>::Impl {
                                       joint.slots_state};
     Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
     Kokkos::fence();
-    detail::sum_slot_limbs(joint.slots_state, joint.slots, limbs);
+    detail::sum_slot_limbs(joint.slots_state, limbs);
     ++sweeps;
     ++joint.passes;
     row_sweep_done(sweep.row_part);
     row_lse = local_rows_of(lse_row);
     f = local_rows_of(joint.f);
-    if (finish_columns(reduce_columns(limbs, padded_cols()), col_lse, true)) return;
-    ++retries;
-    exact_shifts(eps);
-    launch_columns(eps, false);
-    finish_columns(reduce_columns(limbs, padded_cols()), col_lse, false);
+    columns_from_limbs(eps, col_lse, true);
   }
 
   /// Both log-sum-exps from one sweep (symmetric updates).
@@ -596,12 +601,7 @@ struct TiledSinkhorn<T>::Impl {
     ++sweeps;
     row_sweep_done(sweep.row_part);
     rows_out = local_rows_of(lse_row);
-    if (!finish_columns(reduce_columns(limbs, padded_cols()), cols_out, have_shift)) {
-      ++retries;
-      exact_shifts(eps);
-      launch_columns(eps, false);
-      finish_columns(reduce_columns(limbs, padded_cols()), cols_out, false);
-    }
+    columns_from_limbs(eps, cols_out, have_shift);
     have_shift = true;
   }
 
@@ -944,7 +944,7 @@ struct TiledSinkhorn<T>::Impl {
     Kokkos::parallel_for("kotml::ot::tiled_scaling_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()),
                          sweep);
     Kokkos::fence();
-    detail::sum_slot_limbs(joint.slots_state, joint.slots, limbs);
+    detail::sum_slot_limbs(joint.slots_state, limbs);
     ++sweeps;
     ++joint.passes;
     // The rows, as scaling_rows: lse from R and the f̄ they were summed with
@@ -958,10 +958,13 @@ struct TiledSinkhorn<T>::Impl {
     }
     row_lse = std::move(lse);
     f = local_rows_of(joint.f);
-    // The absorptions, as row_scalings.
-    const auto f_bar_now = detail::to_host(sc.f_bar_d);
-    for (std::size_t i = 0; i < sc.f_bar.size(); ++i) sc.f_bar[i] = static_cast<double>(f_bar_now[i]);
-    if (rows.count > 0) sc.absorbed += detail::count_flagged(sc.selected);
+    // The absorptions, as row_scalings: f̄ comes back only when rows moved it.
+    const std::int32_t picked = rows.count > 0 ? detail::count_flagged(sc.selected) : 0;
+    if (picked > 0) {
+      const auto f_bar_now = detail::to_host(sc.f_bar_d);
+      for (std::size_t i = 0; i < sc.f_bar.size(); ++i) sc.f_bar[i] = static_cast<double>(f_bar_now[i]);
+      sc.absorbed += picked;
+    }
     // The columns, as scaling_columns.
     auto total = reduce_columns(limbs, padded_cols());
     const bool accepted = scaled && scaled_totals_accepted(total);
