@@ -13,11 +13,17 @@
 //   BM_Sgemm<T>/dim
 //       OpenBLAS ?gemm of 4096 × dim by dim × 4096 on one thread: the FLOP
 //       rate that recomputed tiles are held against.
+//   BM_ColumnDeposits/vectorised
+//       one row tile's 20,000 column sums (float, times a power-of-two scale)
+//       deposited into fixed-point limbs, as every column sweep does per row
+//       tile: 0 = a loop of ColumnFixed::deposit, 1 = deposit_columns_host.
+//       Counter: columns_per_s.
 
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -25,8 +31,10 @@
 #include "kotml/core/blas_threads.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/core/types.hpp"
+#include "kotml/dist/fixed_point.hpp"
 #include "kotml/io/hdf5.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
+#include "ot/scaling_host.hpp"
 
 extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
                        const int*, const float*, const int*, const float*, float*, const int*);
@@ -142,6 +150,36 @@ void BM_Sgemm(benchmark::State& state) {
   }
   state.counters["flops"] = benchmark::Counter(2.0 * size * size * dim, benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_ColumnDeposits(benchmark::State& state) {
+  using Fixed = dist::UnitFixed;
+  const std::int64_t n = 20000;
+  random::Stream s(2029, random::Purpose::test_data, 3);
+  std::vector<float> sums(static_cast<std::size_t>(n));
+  std::vector<double> scale(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) {
+    sums[static_cast<std::size_t>(k)] = static_cast<float>(std::exp(4 * s.normal()));
+    scale[static_cast<std::size_t>(k)] = std::ldexp(1.0, static_cast<int>(k % 9) - 4);
+  }
+  std::vector<std::int64_t> limbs(static_cast<std::size_t>(n * Fixed::limbs), 0);
+  const bool vectorised = state.range(0) != 0;
+  for (auto _ : state) {
+    if (vectorised) {
+      ot::detail::deposit_columns_host(limbs.data(), sums.data(), scale.data(), n);
+    } else {
+      for (std::int64_t k = 0; k < n; ++k) {
+        std::int64_t* limb = limbs.data() + k * Fixed::limbs;
+        if (!Fixed::deposit(limb, static_cast<double>(sums[static_cast<std::size_t>(k)]) * scale[static_cast<std::size_t>(k)]))
+          Fixed::poison(limb);
+      }
+    }
+    benchmark::DoNotOptimize(limbs.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["columns_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(n), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ColumnDeposits)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_TEMPLATE(BM_Sgemm, float)->Arg(64)->Arg(350)->Arg(750)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Sgemm, double)->Arg(64)->Arg(350)->Arg(750)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -3,10 +3,14 @@
 // per x86 SIMD level with the flags of every host SIMD file (src/CMakeLists.txt).
 // The dot product keeps W accumulators: lane l adds the terms j ≡ l (mod W) in
 // increasing j and the lanes are combined in a fixed pairwise tree, so its bits
-// depend on the inputs alone. The other loops are element by element.
+// depend on the inputs alone. The other loops are element by element, and
+// the column deposits integer arithmetic (exact in any grouping).
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
+
+#include "kotml/dist/fixed_point.hpp"
 
 #include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/fast_exp.hpp"
@@ -38,6 +42,59 @@ __attribute__((always_inline)) inline void axpy(const T* __restrict k, std::int6
     for (std::int64_t j = 0; j < m; ++j) acc[j] = alpha * k[j];
   else
     for (std::int64_t j = 0; j < m; ++j) acc[j] += alpha * k[j];
+}
+
+/// ColumnFixed deposits of (double)acc_k·scale_k into limbs[k·4, k·4 + 4):
+/// FixedPoint::split written without branches over a chunk of columns, so
+/// that it vectorises, then the chunk's additions (a refused value poisons its
+/// column). The same limbs as a loop of FixedPoint::deposit, poisoning where
+/// it returns false, bit for bit.
+template <class T, bool Scaled>
+__attribute__((always_inline)) inline void deposit_columns(std::int64_t* __restrict limbs, const T* __restrict acc,
+                                                            const double* __restrict scale, std::int64_t width) {
+  using F = dist::UnitFixed;
+  constexpr int chunk = 16;
+  const std::int64_t full = width - width % chunk;
+  for (std::int64_t k0 = 0; k0 < full; k0 += chunk) {
+    std::int64_t part0[chunk], part1[chunk], part2[chunk], first[chunk], refused[chunk];
+    for (int l = 0; l < chunk; ++l) {
+      const double x = Scaled ? static_cast<double>(acc[k0 + l]) * scale[k0 + l] : static_cast<double>(acc[k0 + l]);
+      std::uint64_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      const std::int64_t biased = static_cast<std::int64_t>((bits >> 52) & 0x7ff);
+      std::uint64_t mantissa = bits & ((std::uint64_t(1) << 52) - 1);
+      mantissa |= biased != 0 ? std::uint64_t(1) << 52 : 0;
+      const std::int64_t exponent = biased != 0 ? biased - 1075 : -1074;
+      refused[l] = (biased == 0x7ff) | ((mantissa != 0) & (exponent + 53 > F::highest_exponent));
+      std::int64_t shift = exponent - F::lowest_exponent;
+      const std::int64_t down = shift < 0 ? -shift : 0;
+      mantissa = down >= 64 ? 0 : mantissa >> (down & 63);
+      shift = shift < 0 ? 0 : shift;
+      first[l] = shift / F::limb_bits;
+      const std::int64_t offset = shift % F::limb_bits;
+      const std::uint64_t t0 = (mantissa & 0xffffffffULL) << (offset & 63);
+      const std::uint64_t t1 = (mantissa >> 32) << (offset & 63);
+      const std::int64_t negative = -static_cast<std::int64_t>(bits >> 63);  // all ones or zero: (v ^ n) − n = ±v
+      part0[l] = (static_cast<std::int64_t>(t0 & 0xffffffffULL) ^ negative) - negative;
+      part1[l] = (static_cast<std::int64_t>((t0 >> 32) + (t1 & 0xffffffffULL)) ^ negative) - negative;
+      part2[l] = (static_cast<std::int64_t>(t1 >> 32) ^ negative) - negative;
+    }
+    for (int l = 0; l < chunk; ++l) {
+      std::int64_t* limb = limbs + (k0 + l) * F::limbs;
+      if (refused[l] != 0) {
+        F::poison(limb);
+        continue;
+      }
+      const std::int64_t at = first[l];
+      if (at < F::limbs) limb[at] += part0[l];
+      if (at + 1 < F::limbs) limb[at + 1] += part1[l];
+      if (at + 2 < F::limbs) limb[at + 2] += part2[l];
+    }
+  }
+  for (std::int64_t k = full; k < width; ++k) {
+    const double x = Scaled ? static_cast<double>(acc[k]) * scale[k] : static_cast<double>(acc[k]);
+    if (!F::deposit(limbs + k * F::limbs, x)) F::poison(limbs + k * F::limbs);
+  }
 }
 
 /// top_k = max(top_k, alpha_i·k_ik) over the rows of a tile (leading dimension
@@ -114,6 +171,17 @@ KOTML_SIMD_DISPATCHED(void, scaling_axpy_host,
                       (k, m, alpha, acc, assign), axpy<double>(k, m, alpha, acc, assign))
 KOTML_SIMD_DISPATCHED(void, scaling_axpy_host, (const float* k, std::int64_t m, float alpha, float* acc, bool assign),
                       (k, m, alpha, acc, assign), axpy<float>(k, m, alpha, acc, assign))
+
+KOTML_SIMD_DISPATCHED(void, deposit_columns_host,
+                      (std::int64_t * limbs, const double* acc, const double* scale, std::int64_t width),
+                      (limbs, acc, scale, width),
+                      scale != nullptr ? deposit_columns<double, true>(limbs, acc, scale, width)
+                                       : deposit_columns<double, false>(limbs, acc, scale, width))
+KOTML_SIMD_DISPATCHED(void, deposit_columns_host,
+                      (std::int64_t * limbs, const float* acc, const double* scale, std::int64_t width),
+                      (limbs, acc, scale, width),
+                      scale != nullptr ? deposit_columns<float, true>(limbs, acc, scale, width)
+                                       : deposit_columns<float, false>(limbs, acc, scale, width))
 
 KOTML_SIMD_DISPATCHED(void, scaling_column_max_host,
                       (const double* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,

@@ -34,6 +34,11 @@ void scaling_column_max_host(const float* tile, std::int64_t ld, std::int64_t ro
 /// acc_j (=|+=) alpha·k_j.
 void scaling_axpy_host(const double* k, std::int64_t m, double alpha, double* acc, bool assign);
 void scaling_axpy_host(const float* k, std::int64_t m, float alpha, float* acc, bool assign);
+/// limbs[k·4, k·4 + 4) += acc_k·scale_k (scale null: acc_k) in fixed point,
+/// k < width: the bits of ColumnFixed::deposit (dist::UnitFixed), poisoned
+/// where that returns false, vectorised.
+void deposit_columns_host(std::int64_t* limbs, const double* acc, const double* scale, std::int64_t width);
+void deposit_columns_host(std::int64_t* limbs, const float* acc, const double* scale, std::int64_t width);
 /// out_j = exp((shift + g_j − c_j)·s).
 void scaling_kernel_row_host(const double* c, const double* g, std::int64_t m, double shift, double s, double* out);
 void scaling_kernel_row_host(const float* c, const float* g, std::int64_t m, float shift, float s, float* out);

@@ -244,6 +244,7 @@ struct ColumnSweep {
         column_sum_tile_host(tile, tile_cols, rows, width, ui, s, local_shift, acc);
 #endif
       if (!max_mode) {
+#ifdef KOTML_DEVICE_PASS
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
           Kokkos::single(Kokkos::PerThread(team), [&]() {
             std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
@@ -251,6 +252,10 @@ struct ColumnSweep {
             acc[k] = T(0);
           });
         });
+#else
+        deposit_columns_host(limbs.data() + col0 * column_limbs, acc, nullptr, width);
+        for (std::int64_t k = 0; k < width; ++k) acc[k] = T(0);
+#endif
       }
       team.team_barrier();
     }
@@ -283,6 +288,13 @@ KOKKOS_INLINE_FUNCTION void deposit_column_sums(const TileMember& team, const T*
   });
 #else
   column_sum_tile_host(tile, tile_cols, rows, width, ui, s, shift, acc);
+#endif
+#ifndef KOTML_DEVICE_PASS
+  if (!atomic) {
+    deposit_columns_host(limbs, acc, nullptr, width);
+    team.team_barrier();
+    return;
+  }
 #endif
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
     Kokkos::single(Kokkos::PerThread(team), [&]() {
@@ -518,10 +530,8 @@ struct GroupedColumnSweep {
         for (std::int64_t k = 0; k < width; ++k) into[k] += static_cast<double>(plan[k]) * w;
       }
       for (std::int32_t q = 0; q < groups; ++q)
-        for (std::int64_t k = 0; k < width; ++k) {
-          std::int64_t* limb = limbs.data() + ((q * padded_cols) + col0 + k) * column_limbs;
-          if (!ColumnFixed::deposit(limb, acc[q * tile_cols + k])) ColumnFixed::poison(limb);
-        }
+        deposit_columns_host(limbs.data() + ((q * padded_cols) + col0) * column_limbs, acc + q * tile_cols, nullptr,
+                             width);
 #else
       (void)plan;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {

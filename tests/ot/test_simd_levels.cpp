@@ -21,6 +21,7 @@
 #include "stage/projection_host.hpp"
 #include "gw/gw_simd_host.hpp"
 #include "kotml/core/simd_levels.hpp"
+#include "kotml/dist/fixed_point.hpp"
 #include "kotml/ot/lse.hpp"
 #include "kotml/ot/sinkhorn.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
@@ -175,6 +176,69 @@ Outputs scaling_column_maxima_at_this_level() {
 TEST(SimdLevels, ScalingColumnMaximaMatchTheColumnByColumnLoop) {
   expect_same_bits_at_every_level("scaling column maxima (float)", [] { return scaling_column_maxima_at_this_level<float>(); });
   expect_same_bits_at_every_level("scaling column maxima (double)", [] { return scaling_column_maxima_at_this_level<double>(); });
+}
+
+/// Values across every case of FixedPoint::split: magnitudes from far below
+/// the lowest limb (truncated away) to above the highest (not held), zeros of
+/// both signs, subnormals, ±∞ and NaN.
+template <class T>
+std::vector<T> deposit_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> mantissa(1, 2);
+  std::uniform_int_distribution<int> exponent(-100, 40);
+  std::vector<T> v(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const double x = std::ldexp(mantissa(engine), exponent(engine)) * (engine() % 3 == 0 ? -1 : 1);
+    v[k] = static_cast<T>(x);
+  }
+  const T specials[] = {T(0), -T(0), std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(), T(0x1p31),
+                        T(0x1p32), T(-0x1p-84), T(0x1.8p-85)};
+  for (std::size_t k = 0; k < sizeof specials / sizeof specials[0] && 3 * k < n; ++k) v[3 * k] = specials[k];
+  return v;
+}
+
+/// deposit_columns_host against a loop of ColumnFixed::deposit (poison where
+/// it refuses), at every level, with and without the power-of-two scales.
+template <class T>
+void check_column_deposits() {
+  using Fixed = dist::UnitFixed;
+  std::vector<simd::Level> levels{simd::Level::baseline};
+  for (const auto level : levels_above_baseline()) levels.push_back(level);
+  for (const auto count : lengths) {
+    const auto values = deposit_values<T>(static_cast<std::size_t>(count), 90 + static_cast<std::uint64_t>(count));
+    std::vector<double> scale(static_cast<std::size_t>(count));
+    for (std::int64_t k = 0; k < count; ++k) scale[static_cast<std::size_t>(k)] = std::ldexp(1.0, static_cast<int>(k % 41) - 20);
+    for (const bool scaled : {false, true}) {
+      // Limbs that already hold something, as after earlier row tiles.
+      std::vector<std::int64_t> start(static_cast<std::size_t>(count * Fixed::limbs));
+      for (std::size_t k = 0; k < start.size(); ++k) start[k] = static_cast<std::int64_t>(k * 2654435761u % 100000) - 50000;
+      auto expected = start;
+      int refused = 0;
+      for (std::int64_t k = 0; k < count; ++k) {
+        const double x = static_cast<double>(values[static_cast<std::size_t>(k)]) *
+                         (scaled ? scale[static_cast<std::size_t>(k)] : 1.0);
+        if (!Fixed::deposit(expected.data() + k * Fixed::limbs, x)) {
+          Fixed::poison(expected.data() + k * Fixed::limbs);
+          ++refused;
+        }
+      }
+      if (count >= 16) {
+        EXPECT_GT(refused, 0) << count;  // ±∞ and NaN are in every input of 16 or more
+      }
+      for (const auto level : levels) {
+        simd::ScopedLevel at(level);
+        auto got = start;
+        ot::detail::deposit_columns_host(got.data(), values.data(), scaled ? scale.data() : nullptr, count);
+        EXPECT_EQ(got, expected) << simd::name(level) << ", " << count << " columns, scaled " << scaled;
+      }
+    }
+  }
+}
+
+TEST(SimdLevels, ColumnDepositsHaveTheBitsOfFixedPointDeposits) {
+  check_column_deposits<float>();
+  check_column_deposits<double>();
 }
 
 template <class Out>
