@@ -91,11 +91,14 @@
 //   * Absorption keeps α and β in [2^−Θ, 2^Θ] (Θ = 40 float, 200 double): a row
 //     whose α leaves it is rebuilt with f̄_i = f_i (a decision of that row alone,
 //     so it does not depend on the rank count). A column whose β leaves it but
-//     stays within [2^−2Θ, 2^2Θ] absorbs it alike on every rank: ḡ_j = g_j and
-//     that column's entries of K̃ recomputed (they move by the old β: up to
-//     2^2Θ over a row's largest, 1, or down toward the flush below, where a
-//     column that empties sends the solve to the log domain). A β beyond
-//     [2^−2Θ, 2^2Θ] rebuilds K̃ with ḡ = g on every rank.
+//     stays within [2^−2Θ, 2^2Θ] absorbs it alike on every rank: ḡ_j = g_j ±
+//     ¾Θ ln 2·ε, ahead of g_j the way it drifted (β restarts at 2^∓¾Θ, so a
+//     steady drift is absorbed 1.75 times less often), and that column's
+//     entries of K̃ recomputed (they move by the old β times 2^±¾Θ: up to
+//     2^2.75Θ over a row's largest, 1, or down toward the flush below, where a
+//     column that empties sends the solve to the log domain; α_i K̃_ij β_j, a
+//     plan entry, keeps the column sums in range). A β beyond [2^−2Θ, 2^2Θ]
+//     rebuilds K̃ with ḡ = g on every rank.
 //   * S_j is summed per row tile in T and deposited in fixed point after a
 //     power-of-two scale 2^−e_j (e_j from the last total, or from the exact
 //     column maxima when a total leaves [2^−20, 2^30]), so it is exact over ranks
