@@ -263,16 +263,7 @@ struct ScalingColumnSweep {
         continue;
       }
       scaled_column_sums(team, tile, rows, width, a, acc);
-#ifdef KOTML_DEVICE_PASS
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
-          if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]) * scale(col0 + k))) ColumnFixed::poison(limb);
-        });
-      });
-#else
-      deposit_columns_host(limbs.data() + col0 * column_limbs, acc, scale.data() + col0, width);
-#endif
+      deposit_columns(team, limbs.data() + col0 * column_limbs, acc, scale.data() + col0, width);
       team.team_barrier();
     }
     if (max_mode)
@@ -371,16 +362,7 @@ struct ScalingJointSweep {
     for (std::int64_t J = costs.col_tiles - 1; J >= 0; --J) {
       const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
       scaled_column_sums(team, row_part.kernel.data() + tile_offset(costs, I, J), rows, width, a, acc);
-#ifdef KOTML_DEVICE_PASS
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          std::int64_t* limb = limbs + (col0 + k) * column_limbs;
-          if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]) * scale(col0 + k))) ColumnFixed::poison(limb);
-        });
-      });
-#else
-      deposit_columns_host(limbs + col0 * column_limbs, acc, scale.data() + col0, width);
-#endif
+      deposit_columns(team, limbs + col0 * column_limbs, acc, scale.data() + col0, width);
       team.team_barrier();
     }
   }

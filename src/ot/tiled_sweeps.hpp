@@ -36,6 +36,27 @@ using Limbs = Kokkos::View<std::int64_t*, MemSpace>;
 using ColumnFixed = dist::UnitFixed;
 constexpr int column_limbs = ColumnFixed::limbs;
 
+/// limbs[k·column_limbs, (k+1)·column_limbs) += acc[k]·scale[k] (scale null:
+/// acc[k]) for k < width, each value ColumnFixed cannot hold poisoning its
+/// column: by the team's threads on a device, vectorised on the host
+/// (deposit_columns_host, the same bits). No other team adds to these limbs.
+template <class T>
+KOKKOS_INLINE_FUNCTION void deposit_columns(const TileMember& team, std::int64_t* limbs, const T* acc,
+                                            const double* scale, std::int64_t width) {
+#ifdef KOTML_DEVICE_PASS
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      std::int64_t* limb = limbs + k * column_limbs;
+      const double x = scale != nullptr ? static_cast<double>(acc[k]) * scale[k] : static_cast<double>(acc[k]);
+      if (!ColumnFixed::deposit(limb, x)) ColumnFixed::poison(limb);
+    });
+  });
+#else
+  (void)team;
+  deposit_columns_host(limbs, acc, scale, width);
+#endif
+}
+
 /// One team per unit (row tile or column tile) with `scratch_bytes` of team
 /// scratch: a single thread on host backends (the host SIMD copies vectorise inside a
 /// tile), a team of threads with vector lanes on GPUs.
@@ -244,18 +265,11 @@ struct ColumnSweep {
         column_sum_tile_host(tile, tile_cols, rows, width, ui, s, local_shift, acc);
 #endif
       if (!max_mode) {
-#ifdef KOTML_DEVICE_PASS
+        deposit_columns(team, limbs.data() + col0 * column_limbs, acc, nullptr, width);
+        team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-          Kokkos::single(Kokkos::PerThread(team), [&]() {
-            std::int64_t* limb = limbs.data() + (col0 + k) * column_limbs;
-            if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::poison(limb);
-            acc[k] = T(0);
-          });
+          Kokkos::single(Kokkos::PerThread(team), [&]() { acc[k] = T(0); });
         });
-#else
-        deposit_columns_host(limbs.data() + col0 * column_limbs, acc, nullptr, width);
-        for (std::int64_t k = 0; k < width; ++k) acc[k] = T(0);
-#endif
       }
       team.team_barrier();
     }
@@ -289,23 +303,15 @@ KOKKOS_INLINE_FUNCTION void deposit_column_sums(const TileMember& team, const T*
 #else
   column_sum_tile_host(tile, tile_cols, rows, width, ui, s, shift, acc);
 #endif
-#ifndef KOTML_DEVICE_PASS
-  if (!atomic) {
-    deposit_columns_host(limbs, acc, nullptr, width);
-    team.team_barrier();
-    return;
-  }
-#endif
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
-    Kokkos::single(Kokkos::PerThread(team), [&]() {
-      std::int64_t* limb = limbs + k * column_limbs;
-      if (!atomic) {
-        if (!ColumnFixed::deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::poison(limb);
-      } else if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) {
-        ColumnFixed::atomic_poison(limb);
-      }
+  if (!atomic)
+    deposit_columns(team, limbs, acc, nullptr, width);
+  else
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, width), [&](const std::int64_t k) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        std::int64_t* limb = limbs + k * column_limbs;
+        if (!ColumnFixed::atomic_deposit(limb, static_cast<double>(acc[k]))) ColumnFixed::atomic_poison(limb);
+      });
     });
-  });
   team.team_barrier();
 }
 
