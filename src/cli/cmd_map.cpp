@@ -150,10 +150,14 @@ int run_map(const po::variables_map& vm, const dist::Comm& comm) {
 
   map::MapInput query, reference;
   std::optional<timers::Scope> timed(std::in_place, "read");
-  comm.phase([&] {
-    query = map::read_map_input(options.query, "query", options.allow_non_integer);
-    reference = map::read_map_input(options.reference, "reference", options.allow_non_integer);
+  // Each rank reads its own cells: the query's solver rows, an even block of
+  // the reference (the block whose features it computes).
+  query = map::read_map_input(comm, options.query, "query", options.allow_non_integer, [&](std::int64_t cells) {
+    const auto rows = ot::RowBlock::of(cells, comm.size(), comm.rank());
+    return dist::Block{rows.begin, rows.begin + rows.count};
   });
+  reference = map::read_map_input(comm, options.reference, "reference", options.allow_non_integer,
+                                  [&](std::int64_t cells) { return dist::block_of(cells, comm.size(), comm.rank()); });
   for (const auto* side : {&query, &reference})
     for (const auto& w : side->warnings) log::warn(w);
   log::info("map: " + std::to_string(query.n_cells()) + " query cells, " + std::to_string(reference.n_cells()) +

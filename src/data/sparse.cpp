@@ -3,10 +3,12 @@
 
 #include "kotml/data/sparse.hpp"
 
+#include <cstring>
 #include <limits>
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/dist/partition.hpp"
 #include "staging.hpp"
 
 namespace kotml::data {
@@ -21,13 +23,21 @@ DeviceCsr to_device(const HostCsr& csr) {
   return d;
 }
 
-HostCsr transpose(const HostCsr& csr) {
-  // The transpose numbers the input's rows in its 32-bit column indices.
+namespace {
+
+/// The transpose numbers the input's rows in its 32-bit column indices.
+void check_transposable(std::int64_t rows) {
   constexpr std::int64_t most = std::int64_t(std::numeric_limits<io::SparseIndex>::max()) + 1;
-  if (csr.rows > most)
-    throw Error("", "", "a sparse matrix of " + std::to_string(csr.rows) +
+  if (rows > most)
+    throw Error("", "", "a sparse matrix of " + std::to_string(rows) +
                 " cells cannot be transposed: kotml numbers sparse columns in 32 bits (at most " +
                 std::to_string(most) + ")");
+}
+
+}  // namespace
+
+HostCsr transpose(const HostCsr& csr) {
+  check_transposable(csr.rows);
   HostCsr t;
   t.rows = csr.cols;
   t.cols = csr.rows;
@@ -45,6 +55,122 @@ HostCsr transpose(const HostCsr& csr) {
     }
   }
   return t;
+}
+
+namespace {
+
+/// One exchanged entry: the global row in the high 32 bits, the value's bits in
+/// the low 32 (rows are below 2^31, so the word is non-negative).
+std::int64_t pack_entry(std::int64_t row, float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return static_cast<std::int64_t>((static_cast<std::uint64_t>(row) << 32) | bits);
+}
+
+void unpack_entry(std::int64_t word, io::SparseIndex& row, float& value) {
+  const auto u = static_cast<std::uint64_t>(word);
+  row = static_cast<io::SparseIndex>(u >> 32);
+  const auto bits = static_cast<std::uint32_t>(u & 0xffffffffu);
+  std::memcpy(&value, &bits, sizeof value);
+}
+
+void check_row_blocks(const dist::Comm& comm, const HostCsr& rows, std::int64_t row_begin, std::int64_t total_rows) {
+  const auto blocks = comm.allgatherv(std::vector<std::int64_t>{row_begin, rows.rows, rows.cols});
+  std::int64_t next = 0;
+  bool tiled = true;
+  for (int r = 0; r < comm.size(); ++r) {
+    const auto* b = blocks.data() + 3 * r;
+    tiled = tiled && b[0] == next && b[1] >= 0 && b[2] == rows.cols;
+    next = b[0] + b[1];
+  }
+  if (!tiled || next != total_rows)
+    throw InternalError("transpose_to_column_blocks: the ranks' rows do not tile [0, " + std::to_string(total_rows) +
+                        ") in rank order, or their column counts differ");
+}
+
+}  // namespace
+
+HostCsr transpose_to_column_blocks(const dist::Comm& comm, const HostCsr& rows, std::int64_t row_begin,
+                                   std::int64_t total_rows) {
+  // Checked before anything is sent, on every rank alike (the sizes are shared).
+  check_transposable(total_rows);
+  check_row_blocks(comm, rows, row_begin, total_rows);
+  HostCsr local = transpose(rows);  // columns × local rows, rows ascending
+  if (comm.size() == 1) return local;  // row_begin is 0: its rows are global already
+
+  // To every other rank q: the entry count of each of its columns, then their
+  // entries, column after column. This rank's own share never leaves `local`.
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> send, send_counts(ranks, 0);
+  send.reserve(local.values.size() + static_cast<std::size_t>(rows.cols));
+  for (int q = 0; q < comm.size(); ++q) {
+    if (q == comm.rank()) continue;
+    const dist::Block block = dist::block_of(rows.cols, comm.size(), q);
+    const std::size_t start = send.size();
+    for (std::int64_t j = block.begin; j < block.end; ++j) send.push_back(local.indptr[j + 1] - local.indptr[j]);
+    for (std::int64_t p = local.indptr[block.begin]; p < local.indptr[block.end]; ++p)
+      send.push_back(pack_entry(row_begin + local.indices[static_cast<std::size_t>(p)],
+                                local.values[static_cast<std::size_t>(p)]));
+    send_counts[static_cast<std::size_t>(q)] = static_cast<std::int64_t>(send.size() - start);
+  }
+  std::vector<std::int64_t> recv_counts;
+  const auto received = comm.alltoallv(send, send_counts, recv_counts);
+  send = {};
+
+  // Rank r's rows precede rank r + 1's, so taking the sources in rank order
+  // keeps every column's rows ascending.
+  const dist::Block mine = dist::block_of(rows.cols, comm.size(), comm.rank());
+  const std::int64_t width = mine.end - mine.begin;
+  const auto self = static_cast<std::size_t>(comm.rank());
+  HostCsr out;
+  out.rows = width;
+  out.cols = total_rows;
+  out.indptr.assign(static_cast<std::size_t>(width + 1), 0);
+  std::vector<std::size_t> source_start(ranks);
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    source_start[r] = offset;
+    for (std::int64_t j = 0; j < width; ++j)
+      out.indptr[static_cast<std::size_t>(j + 1)] +=
+          r == self ? local.indptr[static_cast<std::size_t>(mine.begin + j + 1)] -
+                          local.indptr[static_cast<std::size_t>(mine.begin + j)]
+                    : received[offset + static_cast<std::size_t>(j)];
+    offset += static_cast<std::size_t>(recv_counts[r]);
+  }
+  for (std::int64_t j = 0; j < width; ++j)
+    out.indptr[static_cast<std::size_t>(j + 1)] += out.indptr[static_cast<std::size_t>(j)];
+  out.indices.resize(static_cast<std::size_t>(out.indptr.back()));
+  out.values.resize(out.indices.size());
+  std::vector<std::int64_t> next(out.indptr.begin(), out.indptr.end() - 1);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    if (r == self) {
+      for (std::int64_t j = 0; j < width; ++j)
+        for (std::int64_t p = local.indptr[static_cast<std::size_t>(mine.begin + j)];
+             p < local.indptr[static_cast<std::size_t>(mine.begin + j + 1)]; ++p) {
+          const auto q = static_cast<std::size_t>(next[static_cast<std::size_t>(j)]++);
+          out.indices[q] = static_cast<io::SparseIndex>(row_begin + local.indices[static_cast<std::size_t>(p)]);
+          out.values[q] = local.values[static_cast<std::size_t>(p)];
+        }
+      continue;
+    }
+    const std::int64_t* counts = received.data() + source_start[r];
+    const std::int64_t* entry = counts + width;
+    for (std::int64_t j = 0; j < width; ++j)
+      for (std::int64_t k = 0; k < counts[j]; ++k, ++entry) {
+        const auto q = static_cast<std::size_t>(next[static_cast<std::size_t>(j)]++);
+        unpack_entry(*entry, out.indices[q], out.values[q]);
+      }
+  }
+  return out;
+}
+
+void append_row(HostCsr& out, const HostCsr& from, std::int64_t row) {
+  const auto first = static_cast<std::ptrdiff_t>(from.indptr[static_cast<std::size_t>(row)]);
+  const auto last = static_cast<std::ptrdiff_t>(from.indptr[static_cast<std::size_t>(row) + 1]);
+  out.indices.insert(out.indices.end(), from.indices.begin() + first, from.indices.begin() + last);
+  out.values.insert(out.values.end(), from.values.begin() + first, from.values.begin() + last);
+  out.indptr.push_back(static_cast<std::int64_t>(out.values.size()));
+  ++out.rows;
 }
 
 HostCsr select_columns(const HostCsr& csr, const std::vector<std::int64_t>& columns) {

@@ -1,10 +1,10 @@
 // pairOT's de_res_ova / de_res_ava tables: pseudobulk limma plus single-cell
-// AUROC, the AUROC's genes split over ranks (see kotml/map/de_tables.hpp).
+// AUROC, from counts whose cells are spread over ranks and whose genes are
+// exchanged into blocks (see kotml/map/de_tables.hpp).
 
 #include "kotml/map/de_tables.hpp"
 
 #include <Kokkos_Core.hpp>
-#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -47,31 +47,28 @@ struct Local {
   DeSeconds seconds;
 };
 
-Local compute_local(const data::HostCsr& counts, const Labels& samples, const Labels& clusters,
-                    const DeOptions& options, std::int64_t gene_begin, std::int64_t gene_end) {
-  Local local;
-  Kokkos::Timer timer;
-  local.pb = pseudobulk(counts, samples, clusters);
-  local.seconds.pseudobulk = timer.seconds();
-
-  timer.reset();
-  local.ova = limma_one_vs_all(local.pb, &local.warnings);
-  local.ava = limma_all_vs_all(local.pb, &local.warnings);
-  local.seconds.limma = timer.seconds();
-
-  timer.reset();
-  const auto n_codes = static_cast<std::int32_t>(clusters.names.size());
-  std::vector<std::uint8_t> tested(static_cast<std::size_t>(n_codes), 0);
-  for (const std::int32_t c : local.pb.tested_clusters) tested[static_cast<std::size_t>(c)] = 1;
-  const auto& tc = local.pb.tested_clusters;
+/// AUROC pairs of the tested clusters: (first, second) with first's name
+/// sorting first, as pairOT's categories do.
+std::vector<std::pair<std::int32_t, std::int32_t>> auroc_pairs(const Pseudobulk& pb, const Labels& clusters) {
+  std::vector<std::pair<std::int32_t, std::int32_t>> pairs;
+  const auto& tc = pb.tested_clusters;
   for (std::size_t i = 0; i < tc.size(); ++i)
     for (std::size_t j = i + 1; j < tc.size(); ++j) {
       const std::int32_t a = tc[i], b = tc[j];
       if (clusters.names[static_cast<std::size_t>(b)] < clusters.names[static_cast<std::size_t>(a)])
-        local.pairs.emplace_back(b, a);
+        pairs.emplace_back(b, a);
       else
-        local.pairs.emplace_back(a, b);
+        pairs.emplace_back(a, b);
     }
+  return pairs;
+}
+
+/// Each cell's cluster code where the AUROC takes the cell (a tested cluster's
+/// cell, kept by the downsampling), -1 elsewhere.
+std::vector<std::int32_t> auroc_cells(const Pseudobulk& pb, const Labels& clusters, const DeOptions& options) {
+  const auto n_codes = static_cast<std::int32_t>(clusters.names.size());
+  std::vector<std::uint8_t> tested(static_cast<std::size_t>(n_codes), 0);
+  for (const std::int32_t c : pb.tested_clusters) tested[static_cast<std::size_t>(c)] = 1;
   std::vector<std::int32_t> cluster_of_cell(clusters.codes.size(), -1);
   for (std::size_t i = 0; i < clusters.codes.size(); ++i)
     if (tested[static_cast<std::size_t>(clusters.codes[i])]) cluster_of_cell[i] = clusters.codes[i];
@@ -79,17 +76,28 @@ Local compute_local(const data::HostCsr& counts, const Labels& samples, const La
       downsample_cells(cluster_of_cell, n_codes, options.n_samples_auroc, options.seed);
   for (std::size_t i = 0; i < keep.size(); ++i)
     if (!keep[i]) cluster_of_cell[i] = -1;
-  data::HostCsr by_gene;
-  if (gene_begin == 0 && gene_end == counts.cols) {
-    by_gene = data::transpose(counts);
-  } else {
-    std::vector<std::int64_t> columns(static_cast<std::size_t>(gene_end - gene_begin));
-    std::iota(columns.begin(), columns.end(), gene_begin);
-    by_gene = data::transpose(data::select_columns(counts, columns));
+  return cluster_of_cell;
+}
+
+/// Collective: every gene's group sums (groups × genes), from each rank's sums
+/// of its block of genes (groups × block).
+std::vector<float> gathered_group_sums(const dist::Comm& comm, const std::vector<float>& block_sums,
+                                       const Pseudobulk& pb) {
+  const std::int64_t groups = pb.n_groups, genes = pb.n_genes;
+  std::vector<float> by_rank(static_cast<std::size_t>(groups * genes));
+  comm.allgatherv(block_sums.data(), static_cast<std::int64_t>(block_sums.size()), by_rank.data(),
+                  groups * genes);
+  if (comm.size() == 1) return by_rank;
+  std::vector<float> sums(by_rank.size());
+  std::size_t offset = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const dist::Block block = dist::block_of(genes, comm.size(), r);
+    const std::int64_t width = block.end - block.begin;
+    for (std::int64_t g = 0; g < groups; ++g)
+      for (std::int64_t j = 0; j < width; ++j)
+        sums[static_cast<std::size_t>(g * genes + block.begin + j)] = by_rank[offset++];
   }
-  local.auroc = auroc(by_gene, cluster_of_cell, n_codes, local.pairs);
-  local.seconds.auroc = timer.seconds();
-  return local;
+  return sums;
 }
 
 /// pairOT's float32 AUROC of the second of two clusters: 1 − float(first) in
@@ -170,24 +178,42 @@ DeTables assemble(const Local& local, const Labels& clusters, const std::vector<
 
 DeTables de_tables(const data::HostCsr& counts, const Labels& samples, const Labels& clusters,
                    const DeOptions& options) {
-  const Local local = compute_local(counts, samples, clusters, options, 0, counts.cols);
-  return assemble(local, clusters, local.auroc.ova, local.auroc.ava);
+  return de_tables(dist::Comm(MPI_COMM_SELF), counts, 0, samples, clusters, options);
 }
 
-DeTables de_tables(const dist::Comm& comm, const data::HostCsr& counts, const Labels& samples,
-                   const Labels& clusters, const DeOptions& options) {
+DeTables de_tables(const dist::Comm& comm, const data::HostCsr& counts, std::int64_t row_begin,
+                   const Labels& samples, const Labels& clusters, const DeOptions& options) {
   Local local;
-  comm.phase([&] {
-    const dist::Block block = dist::block_of(counts.cols, comm.size(), comm.rank());
-    local = compute_local(counts, samples, clusters, options, block.begin, block.end);
-  });
   Kokkos::Timer timer;
+  data::HostCsr by_gene;  // this rank's block of genes × every cell
+  comm.phase([&] {
+    check_de_input(counts, row_begin, samples, clusters);
+    local.pb = pseudobulk_groups(samples, clusters, counts.cols);
+  });
+  comm.phase([&] {
+    by_gene =
+        data::transpose_to_column_blocks(comm, counts, row_begin, static_cast<std::int64_t>(samples.codes.size()));
+  });
+  scale_group_sums(local.pb, gathered_group_sums(comm, group_sums(by_gene, local.pb), local.pb));
+  local.seconds.pseudobulk = timer.seconds();
+
+  comm.phase([&] {
+    timer.reset();
+    local.ova = limma_one_vs_all(local.pb, &local.warnings);
+    local.ava = limma_all_vs_all(local.pb, &local.warnings);
+    local.seconds.limma = timer.seconds();
+    timer.reset();
+    local.pairs = auroc_pairs(local.pb, clusters);
+    local.auroc = auroc(by_gene, auroc_cells(local.pb, clusters, options),
+                        static_cast<std::int32_t>(clusters.names.size()), local.pairs);
+    local.seconds.auroc = timer.seconds();
+  });
+  timer.reset();
   // Blocks are gene-major and contiguous, so rank order is gene order.
   const std::vector<double> ova_auroc = comm.allgatherv(local.auroc.ova);
   const std::vector<double> ava_auroc = comm.allgatherv(local.auroc.ava);
   local.seconds.gather = timer.seconds();
-  DeTables out = assemble(local, clusters, ova_auroc, ava_auroc);
-  return out;
+  return assemble(local, clusters, ova_auroc, ava_auroc);
 }
 
 }  // namespace kotml::map

@@ -5,11 +5,13 @@
 #include "kotml/map/genes.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/random.hpp"
 #include "kotml/data/normalize_total.hpp"
+#include "kotml/dist/exact_sum.hpp"
 
 namespace kotml::map {
 namespace {
@@ -24,39 +26,43 @@ std::unordered_map<std::string, std::int64_t> index_names(const std::vector<std:
   return index;
 }
 
-/// Rows of a then rows of b (same columns).
-/// Rows [begin, end) of the stacked sample (the query's sampled rows, then the
-/// reference's), with their batches (query 0, reference 1).
-data::HostCsr stacked_rows(const data::HostCsr& query, const std::vector<std::int64_t>& query_rows,
-                           const data::HostCsr& reference, const std::vector<std::int64_t>& reference_rows,
-                           std::int64_t begin, std::int64_t end, std::vector<std::int32_t>& batch) {
-  data::HostCsr out;
-  out.rows = end - begin;
-  out.cols = query.cols;
-  out.indptr.assign(1, 0);
-  batch.clear();
-  const auto n_query = static_cast<std::int64_t>(query_rows.size());
-  for (std::int64_t i = begin; i < end; ++i) {
-    const bool from_query = i < n_query;
-    const data::HostCsr& side = from_query ? query : reference;
-    const std::int64_t row = from_query ? query_rows[static_cast<std::size_t>(i)]
-                                        : reference_rows[static_cast<std::size_t>(i - n_query)];
-    const auto first = static_cast<std::size_t>(side.indptr[static_cast<std::size_t>(row)]);
-    const auto last = static_cast<std::size_t>(side.indptr[static_cast<std::size_t>(row) + 1]);
-    out.indices.insert(out.indices.end(), side.indices.begin() + first, side.indices.begin() + last);
-    out.values.insert(out.values.end(), side.values.begin() + first, side.values.begin() + last);
-    out.indptr.push_back(static_cast<std::int64_t>(out.values.size()));
-    batch.push_back(from_query ? 0 : 1);
-  }
-  return out;
+/// Appends rows `rows` of a matrix in memory, in that order.
+CountRows rows_in_memory(const data::HostCsr& x) {
+  return [&x](const std::vector<std::int64_t>& rows, data::HostCsr& out) {
+    for (const std::int64_t row : rows) {
+      require(row >= 0 && row < x.rows, "", "counts", "row " + std::to_string(row) + " of " + std::to_string(x.rows));
+      data::append_row(out, x, row);
+    }
+  };
 }
 
 }  // namespace
 
 std::vector<double> gene_totals(const data::HostCsr& counts) {
-  std::vector<double> totals(static_cast<std::size_t>(counts.cols), 0.0);
-  for (std::size_t p = 0; p < counts.values.size(); ++p) totals[counts.indices[p]] += counts.values[p];
-  return totals;
+  return gene_totals(dist::Comm(MPI_COMM_SELF), counts);
+}
+
+std::vector<double> gene_totals(const dist::Comm& comm, const data::HostCsr& rows) {
+  // Integer counts of at most 2^24 each, over at most 2^29 rows, sum exactly in
+  // double in any order: this rank's column sums go into the exact sum whole.
+  // Other values go in one by one.
+  constexpr float largest_term = 16777216.0f;
+  constexpr std::int64_t most_rows = std::int64_t(1) << 29;
+  bool exact = rows.rows <= most_rows;
+  std::vector<double> partial(static_cast<std::size_t>(rows.cols), 0.0);
+  for (std::size_t p = 0; p < rows.values.size(); ++p) {
+    const float v = rows.values[p];
+    exact = exact && std::trunc(v) == v && std::fabs(v) <= largest_term;
+    partial[static_cast<std::size_t>(rows.indices[p])] += static_cast<double>(v);
+  }
+  dist::ExactSum total(static_cast<std::size_t>(rows.cols));
+  if (exact) {
+    total.add(partial);
+  } else {
+    for (std::size_t p = 0; p < rows.values.size(); ++p)
+      total.add(static_cast<std::size_t>(rows.indices[p]), static_cast<double>(rows.values[p]));
+  }
+  return total.allreduce(comm);
 }
 
 GeneAlignment align_genes(const std::vector<std::string>& query_names, const std::vector<double>& query_totals,
@@ -100,18 +106,47 @@ data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data:
                                              const data::HostCsr& reference_counts,
                                              const std::vector<std::string>& gene_names,
                                              const SharedHvgOptions& options) {
-  if (options.n_top_genes < 1) throw Error::option("n-top-genes", "must be at least 1");
   require(query_counts.cols == reference_counts.cols &&
               query_counts.cols == static_cast<std::int64_t>(gene_names.size()),
           "", "", "query and reference count matrices must have the same aligned genes");
-  const auto query_rows = hvg_sample_rows(query_counts.rows, options, 0);
-  const auto reference_rows = hvg_sample_rows(reference_counts.rows, options, 1);
-  const auto total = static_cast<std::int64_t>(query_rows.size() + reference_rows.size());
+  return shared_highly_variable_genes(comm, query_counts.rows, rows_in_memory(query_counts), reference_counts.rows,
+                                      rows_in_memory(reference_counts), gene_names, options);
+}
+
+data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, std::int64_t query_cells,
+                                             const CountRows& query_rows_of, std::int64_t reference_cells,
+                                             const CountRows& reference_rows_of,
+                                             const std::vector<std::string>& gene_names,
+                                             const SharedHvgOptions& options) {
+  if (options.n_top_genes < 1) throw Error::option("n-top-genes", "must be at least 1");
+  const auto query_rows = hvg_sample_rows(query_cells, options, 0);
+  const auto reference_rows = hvg_sample_rows(reference_cells, options, 1);
+  const auto n_query = static_cast<std::int64_t>(query_rows.size());
+  const auto total = n_query + static_cast<std::int64_t>(reference_rows.size());
   constexpr std::int64_t datasets = 2;
-  const dist::Block own = data::hvg_row_block(total, query_counts.cols, datasets, comm.size(), comm.rank());
-  std::vector<std::int32_t> batch;
-  data::HostCsr x =
-      stacked_rows(query_counts, query_rows, reference_counts, reference_rows, own.begin, own.end, batch);
+  const auto genes = static_cast<std::int64_t>(gene_names.size());
+  // This rank's rows of the stacked sample: the query's sampled rows, then the
+  // reference's.
+  const dist::Block own = data::hvg_row_block(total, genes, datasets, comm.size(), comm.rank());
+  const auto part = [&](const std::vector<std::int64_t>& rows, std::int64_t offset) {
+    const std::int64_t begin = std::clamp(own.begin - offset, std::int64_t(0), static_cast<std::int64_t>(rows.size()));
+    const std::int64_t end = std::clamp(own.end - offset, std::int64_t(0), static_cast<std::int64_t>(rows.size()));
+    return std::vector<std::int64_t>(rows.begin() + begin, rows.begin() + end);
+  };
+  const auto mine_of_query = part(query_rows, 0);
+  const auto mine_of_reference = part(reference_rows, n_query);
+  data::HostCsr x;
+  x.cols = genes;
+  x.indptr.assign(1, 0);
+  comm.phase([&] {  // before any collective: a read that fails on one rank stops all
+    query_rows_of(mine_of_query, x);
+    reference_rows_of(mine_of_reference, x);
+    require(x.rows == static_cast<std::int64_t>(mine_of_query.size() + mine_of_reference.size()) &&
+                static_cast<std::int64_t>(x.indptr.size()) == x.rows + 1,
+            "", "", "the HVG sample's rows did not arrive whole");
+  });
+  std::vector<std::int32_t> batch(mine_of_query.size(), 0);
+  batch.resize(mine_of_query.size() + mine_of_reference.size(), 1);
   data::normalize_total(x, options.target_sum);
   data::log1p(x);
   data::HvgOptions hvg;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <type_traits>
 
@@ -88,6 +89,25 @@ GeneTable gene_table(const DeTable& d) {
   return t;
 }
 
+/// Appends rows of a side's counts over the aligned genes: this rank's own
+/// cells from `aligned` (its rows over the aligned genes), any other cell (the
+/// HVG sample's rows lie on every rank) read from the side's file.
+CountRows cell_rows(const MapInput& side, const data::HostCsr& aligned, const std::vector<std::int64_t>& columns) {
+  return [&side, &aligned, &columns](const std::vector<std::int64_t>& rows, data::HostCsr& out) {
+    const std::int64_t begin = side.row_begin, end = side.row_begin + aligned.rows;
+    const auto here = [&](std::int64_t row) { return row >= begin && row < end; };
+    std::vector<std::int64_t> elsewhere;
+    for (const std::int64_t row : rows)
+      if (!here(row)) elsewhere.push_back(row);
+    data::HostCsr read;
+    if (!elsewhere.empty())
+      read = data::select_columns(io::AnnDataReader(side.path).read_csr_rows<float>(side.element, elsewhere), columns);
+    std::int64_t next_read = 0;
+    for (const std::int64_t row : rows)
+      data::append_row(out, here(row) ? aligned : read, here(row) ? row - begin : next_read++);
+  };
+}
+
 std::vector<std::int64_t> hvg_columns(const std::vector<std::int64_t>& aligned_index,
                                       const std::vector<std::int64_t>& hvg) {
   std::vector<std::int64_t> columns;
@@ -107,7 +127,10 @@ std::vector<float> side_features(const MapInput& side, const std::vector<std::in
     return values;
   }
   dim = static_cast<std::int64_t>(columns.size());
-  return rank_features(data::select_columns(side.counts, columns, begin, end));
+  require(begin >= side.row_begin && end <= side.row_begin + side.counts.rows, side.path, side.element,
+          "features of cells " + std::to_string(begin) + ".." + std::to_string(end) + " asked of a rank holding " +
+              std::to_string(side.row_begin) + ".." + std::to_string(side.row_begin + side.counts.rows));
+  return rank_features(data::select_columns(side.counts, columns, begin - side.row_begin, end - side.row_begin));
 }
 
 template <class T>
@@ -291,36 +314,48 @@ void MapOptions::validate() const {
   sinkhorn.validate();
 }
 
-MapInput read_map_input(const MapSideOptions& side, const std::string& role, bool allow_non_integer) {
+MapInput read_map_input(const dist::Comm& comm, const MapSideOptions& side, const std::string& role,
+                        bool allow_non_integer, const CellSplit& split) {
   MapInput in;
   in.role = role;
   in.path = side.path;
-  const io::AnnDataReader reader(side.path);
   in.element = side.layer.empty() ? "X" : "layers/" + side.layer;
-  if (!side.layer.empty() && !reader.has(in.element))
-    throw Error(side.path, in.element, "no such layer (--layer)");
-  if (side.layer.empty() && !reader.has_x()) throw Error(side.path, "X", "the file has no X (use --layer)");
-  const auto labels = label_column(reader, side.label_column, role == "query" ? "query-label-col" : "ref-label-col");
-  const auto samples =
-      label_column(reader, side.sample_column, role == "query" ? "query-sample-col" : "ref-sample-col");
-  in.var_names = reader.var_names();
-  in.counts = reader.read_csr<float>(in.element);
-  if (in.counts.rows < 1) throw Error(side.path, in.element, "the file has no cells");
-  const data::ValueCheck check = data::check_values(in.counts);
-  if (check.non_finite > 0)
-    throw Error(side.path, in.element, std::to_string(check.non_finite) + " NaN or infinite value(s)");
-  if (check.negative > 0)
-    throw Error(side.path, in.element,
-                std::to_string(check.negative) + " negative value(s); kotml map needs raw counts");
-  if (check.non_integer > 0) {
-    const std::string what = std::to_string(check.non_integer) + " non-integer value(s); kotml map needs raw counts";
-    if (!allow_non_integer) throw Error(side.path, in.element, what + " (--allow-non-integer to go on)");
-    in.warnings.push_back(side.path + " " + in.element + ": " + what);
-  }
-  in.clusters = cluster_labels(labels);
-  const auto sample_labels = cluster_labels(samples);
-  in.samples.names = sample_labels.names;
-  in.samples.codes = sample_labels.codes;
+  data::ValueCheck check;
+  comm.phase([&] {
+    const io::AnnDataReader reader(side.path);
+    if (!side.layer.empty() && !reader.has(in.element))
+      throw Error(side.path, in.element, "no such layer (--layer)");
+    if (side.layer.empty() && !reader.has_x()) throw Error(side.path, "X", "the file has no X (use --layer)");
+    const auto labels = label_column(reader, side.label_column, role == "query" ? "query-label-col" : "ref-label-col");
+    const auto samples =
+        label_column(reader, side.sample_column, role == "query" ? "query-sample-col" : "ref-sample-col");
+    in.var_names = reader.var_names();
+    in.cells = reader.matrix_info(in.element).rows;
+    if (in.cells < 1) throw Error(side.path, in.element, "the file has no cells");
+    const dist::Block block = split(in.cells);
+    in.row_begin = block.begin;
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(block.end - block.begin));
+    std::iota(rows.begin(), rows.end(), block.begin);
+    in.counts = reader.read_csr_rows<float>(in.element, rows);
+    check = data::check_values(in.counts);
+    in.clusters = cluster_labels(labels);
+    const auto sample_labels = cluster_labels(samples);
+    in.samples.names = sample_labels.names;
+    in.samples.codes = sample_labels.codes;
+  });
+  std::int64_t counted[3] = {check.non_finite, check.negative, check.non_integer};
+  comm.sum_in_place(counted, 3);
+  comm.phase([&] {
+    if (counted[0] > 0) throw Error(side.path, in.element, std::to_string(counted[0]) + " NaN or infinite value(s)");
+    if (counted[1] > 0)
+      throw Error(side.path, in.element,
+                  std::to_string(counted[1]) + " negative value(s); kotml map needs raw counts");
+    if (counted[2] > 0) {
+      const std::string what = std::to_string(counted[2]) + " non-integer value(s); kotml map needs raw counts";
+      if (!allow_non_integer) throw Error(side.path, in.element, what + " (--allow-non-integer to go on)");
+      in.warnings.push_back(side.path + " " + in.element + ": " + what);
+    }
+  });
   return in;
 }
 
@@ -339,10 +374,12 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
                             const MapOptions& options) {
   MapPreprocessing pre;
   auto start = std::chrono::steady_clock::now();
+  std::optional<timers::Scope> timed_genes(std::in_place, "align genes");
+  const auto query_totals = gene_totals(comm, query.counts);
+  const auto reference_totals = gene_totals(comm, reference.counts);
   comm.phase([&] {
-    const timers::Scope timed("align genes");
-    pre.genes = align_genes(query.var_names, gene_totals(query.counts), reference.var_names,
-                            gene_totals(reference.counts), options.min_gene_counts, query.path, reference.path);
+    pre.genes = align_genes(query.var_names, query_totals, reference.var_names, reference_totals,
+                            options.min_gene_counts, query.path, reference.path);
     const auto shared = static_cast<std::int64_t>(pre.genes.names.size());
     if (shared < options.min_shared_genes)
       throw Error(query.path, "var",
@@ -355,6 +392,7 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   });
   const auto query_counts = data::select_columns(query.counts, pre.genes.query_index);
   const auto reference_counts = data::select_columns(reference.counts, pre.genes.reference_index);
+  timed_genes.reset();
   pre.seconds_genes = seconds_since(start);
   log::info("map: " + std::to_string(pre.genes.names.size()) + " shared expressed genes (" +
             std::to_string(pre.seconds_genes) + " s)");
@@ -363,10 +401,12 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   const auto labels_of = [](const ClusterLabels& c) { return Labels{c.codes, c.names}; };
   {
     const timers::Scope timed("de");
-    pre.query_de = de_tables(comm, query_counts, query.samples, labels_of(query.clusters), options.de);
+    pre.query_de =
+        de_tables(comm, query_counts, query.row_begin, query.samples, labels_of(query.clusters), options.de);
     log::info("map: DE of the query (" + std::to_string(query.n_clusters()) + " clusters), " +
               std::to_string(seconds_since(start)) + " s");
-    pre.reference_de = de_tables(comm, reference_counts, reference.samples, labels_of(reference.clusters), options.de);
+    pre.reference_de = de_tables(comm, reference_counts, reference.row_begin, reference.samples,
+                                 labels_of(reference.clusters), options.de);
   }
   pre.seconds_de = seconds_since(start);
   log::info("map: DE of both files " + std::to_string(pre.seconds_de) + " s");
@@ -375,8 +415,10 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   comm.phase([&] {
     const timers::Scope timed("hvg");
     if (options.use_rep.empty())
-      pre.hvg =
-          shared_highly_variable_genes(comm, query_counts, reference_counts, pre.genes.names, options.hvg).selected();
+      pre.hvg = shared_highly_variable_genes(comm, query.n_cells(), cell_rows(query, query_counts, pre.genes.query_index),
+                                             reference.n_cells(), cell_rows(reference, reference_counts, pre.genes.reference_index),
+                                             pre.genes.names, options.hvg)
+                    .selected();
   });
   pre.seconds_hvg = seconds_since(start);
   if (options.use_rep.empty())

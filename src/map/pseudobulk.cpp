@@ -61,9 +61,9 @@ float scipy_row_sum(const std::vector<float>& nonzero) {
          numpy_pairwise_sum(nonzero.data() + 1, static_cast<std::int64_t>(nonzero.size()) - 1);
 }
 
-}  // namespace
-
-void check_de_input(const data::HostCsr& counts, const Labels& samples, const Labels& clusters) {
+/// A consistent CSR of finite, non-negative values; its rows are cells
+/// row_begin.. of the whole data set.
+void check_counts(const data::HostCsr& counts, std::int64_t row_begin) {
   require(counts.rows >= 0 && counts.cols >= 0 &&
               static_cast<std::int64_t>(counts.indptr.size()) == counts.rows + 1 &&
               counts.indices.size() == counts.values.size() &&
@@ -81,18 +81,43 @@ void check_de_input(const data::HostCsr& counts, const Labels& samples, const La
       while (counts.indptr[static_cast<std::size_t>(row) + 1] <= static_cast<std::int64_t>(k))
         ++row;
       throw Error("", "counts",
-                  "cell " + std::to_string(row) + ", gene " + std::to_string(column) + " holds " +
+                  "cell " + std::to_string(row_begin + row) + ", gene " + std::to_string(column) + " holds " +
                       (std::isnan(v) ? std::string("NaN") : std::to_string(v)) +
                       "; differential expression needs raw counts (finite and non-negative)");
     }
   }
+}
+
+}  // namespace
+
+void check_de_input(const data::HostCsr& counts, const Labels& samples, const Labels& clusters) {
+  check_counts(counts, 0);
   check_labels(samples, counts.rows, "sample labels");
   check_labels(clusters, counts.rows, "cluster labels");
 }
 
+void check_de_input(const data::HostCsr& counts, std::int64_t row_begin, const Labels& samples,
+                    const Labels& clusters) {
+  check_counts(counts, row_begin);
+  const auto n_cells = static_cast<std::int64_t>(samples.codes.size());
+  require(row_begin >= 0 && row_begin + counts.rows <= n_cells, "", "sample labels",
+          std::to_string(n_cells) + " labels for cells " + std::to_string(row_begin) + ".." +
+              std::to_string(row_begin + counts.rows - 1));
+  check_labels(samples, n_cells, "sample labels");
+  check_labels(clusters, n_cells, "cluster labels");
+}
+
 Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const Labels& clusters) {
   check_de_input(counts, samples, clusters);
-  const std::int64_t n_cells = counts.rows, n_genes = counts.cols;
+  Pseudobulk out = pseudobulk_groups(samples, clusters, counts.cols);
+  scale_group_sums(out, group_sums(data::transpose(counts), out));
+  return out;
+}
+
+Pseudobulk pseudobulk_groups(const Labels& samples, const Labels& clusters, std::int64_t n_genes) {
+  const auto n_cells = static_cast<std::int64_t>(samples.codes.size());
+  check_labels(samples, n_cells, "sample labels");
+  check_labels(clusters, n_cells, "cluster labels");
   const auto n_samples = static_cast<std::int64_t>(samples.names.size());
   const auto n_clusters = static_cast<std::int64_t>(clusters.names.size());
 
@@ -156,38 +181,49 @@ Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const 
       out.group_cells.push_back(group_size[key]);
     }
   out.n_groups = static_cast<std::int64_t>(out.group_sample.size());
+  out.group_of_cell.resize(static_cast<std::size_t>(n_cells));
+  for (std::size_t i = 0; i < out.group_of_cell.size(); ++i)
+    out.group_of_cell[i] =
+        group_of[static_cast<std::size_t>(samples.codes[i] * n_clusters + clusters.codes[i])];
+  return out;
+}
 
-  // float32 sums per group and gene, adding the cells in cell order.
-  std::vector<float> sums(static_cast<std::size_t>(out.n_groups * n_genes), 0.0f);
-  for (std::int64_t i = 0; i < n_cells; ++i) {
-    const std::int64_t g =
-        group_of[static_cast<std::size_t>(samples.codes[static_cast<std::size_t>(i)] * n_clusters +
-                                          clusters.codes[static_cast<std::size_t>(i)])];
-    if (g < 0) continue;
-    float* row = sums.data() + g * n_genes;
-    for (std::int64_t k = counts.indptr[static_cast<std::size_t>(i)];
-         k < counts.indptr[static_cast<std::size_t>(i) + 1]; ++k)
-      row[counts.indices[static_cast<std::size_t>(k)]] +=
-          counts.values[static_cast<std::size_t>(k)];
-  }
+std::vector<float> group_sums(const data::HostCsr& by_gene, const Pseudobulk& groups) {
+  require(by_gene.cols == static_cast<std::int64_t>(groups.group_of_cell.size()), "", "counts",
+          std::to_string(by_gene.cols) + " cells for " + std::to_string(groups.group_of_cell.size()) +
+              " labels");
+  const std::int64_t width = by_gene.rows;
+  std::vector<float> sums(static_cast<std::size_t>(groups.n_groups * width), 0.0f);
+  for (std::int64_t j = 0; j < width; ++j)
+    for (std::int64_t k = by_gene.indptr[static_cast<std::size_t>(j)];
+         k < by_gene.indptr[static_cast<std::size_t>(j) + 1]; ++k) {
+      const std::int64_t g =
+          groups.group_of_cell[static_cast<std::size_t>(by_gene.indices[static_cast<std::size_t>(k)])];
+      if (g >= 0) sums[static_cast<std::size_t>(g * width + j)] += by_gene.values[static_cast<std::size_t>(k)];
+    }
+  return sums;
+}
 
-  out.values.assign(static_cast<std::size_t>(out.n_groups * n_genes), 0.0);
+void scale_group_sums(Pseudobulk& groups, const std::vector<float>& sums) {
+  const std::int64_t n_genes = groups.n_genes;
+  require(static_cast<std::int64_t>(sums.size()) == groups.n_groups * n_genes, "", "pseudobulk",
+          "sums of the wrong size");
+  groups.values.assign(static_cast<std::size_t>(groups.n_groups * n_genes), 0.0);
   std::vector<float> nonzero;
-  for (std::int64_t g = 0; g < out.n_groups; ++g) {
+  for (std::int64_t g = 0; g < groups.n_groups; ++g) {
     const float* row = sums.data() + g * n_genes;
     nonzero.clear();
     for (std::int64_t j = 0; j < n_genes; ++j)
       if (row[j] != 0.0f) nonzero.push_back(row[j]);
     if (nonzero.empty()) continue;  // no stored entries in pairOT's CSR: zeros
     const float scale = 100000.0f / scipy_row_sum(nonzero);
-    double* y = out.values.data() + g * n_genes;
+    double* y = groups.values.data() + g * n_genes;
     for (std::int64_t j = 0; j < n_genes; ++j) {
       if (row[j] == 0.0f) continue;
       const float scaled = row[j] * scale;
       y[j] = static_cast<double>(std::log1p(scaled));
     }
   }
-  return out;
 }
 
 }  // namespace kotml::map

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
 #include "kotml/io/anndata.hpp"
 
 namespace kotml::data {
@@ -27,6 +28,22 @@ DeviceCsr to_device(const HostCsr& csr);
 /// The transpose (equivalently: the CSC form of the input), built by a stable
 /// counting sort, so columns list their rows in ascending order.
 HostCsr transpose(const HostCsr& csr);
+
+/// Collective: the transpose of a matrix whose rows lie on comm's ranks in
+/// contiguous blocks, in rank order (this rank holds `rows`, the matrix's rows
+/// [row_begin, row_begin + rows.rows) of total_rows). Rank r receives the
+/// columns dist::block_of(rows.cols, size, r) as its rows, each listing its
+/// global row numbers in ascending order: rows [begin, end) of what transpose()
+/// gives for the whole matrix, bit for bit. Every rank passes the same
+/// rows.cols and total_rows. Error when total_rows does not fit the 32-bit
+/// indices; InternalError when the blocks do not tile [0, total_rows).
+/// Traffic: every stored value once, 8 bytes each, plus one count per column
+/// and rank.
+HostCsr transpose_to_column_blocks(const dist::Comm& comm, const HostCsr& rows, std::int64_t row_begin,
+                                   std::int64_t total_rows);
+
+/// Appends row `row` of `from` to `out` (the same columns).
+void append_row(HostCsr& out, const HostCsr& from, std::int64_t row);
 
 /// The given columns, renumbered 0.. in the order listed (ascending input keeps
 /// indices sorted).

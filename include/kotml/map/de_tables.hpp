@@ -25,11 +25,16 @@
 // cells are left out of the AUROC too, so every table equals pairOT's on the
 // data without them (pairOT itself stops on such clusters). The caller warns.
 //
-// Distribution. The MPI entry point gives each rank a contiguous block of genes
-// for the AUROC (the expensive part), gathers the blocks in gene order, and
-// computes pseudobulk and limma (cheap) on every rank; every rank ends with the
-// same tables, bit-identical for any rank count, since each gene's numbers are
-// computed the same way wherever it lands. Every rank must pass the same input.
+// Distribution. Each rank holds a contiguous block of cells (rows of the
+// counts) and every cell's labels. One exchange (data::transpose_to_column_blocks)
+// gives each rank a contiguous block of genes over every cell; it sums its
+// genes' pseudobulk groups (each sum adding its cells in cell order) and
+// computes their AUROC (the expensive part). The group sums are gathered, and
+// limma runs on every rank on the gathered pseudobulk (cheap); the AUROC blocks
+// are gathered in gene order. Every rank ends with the same tables,
+// bit-identical for any rank count, since each gene's numbers are computed the
+// same way wherever it lands. Memory per rank: its cells, plus its genes over
+// every cell, plus the groups × genes sums.
 
 #include <cstdint>
 #include <string>
@@ -82,15 +87,17 @@ struct DeTables {
 };
 
 /// The tables from raw counts (cells × genes) and per-cell sample and cluster
-/// labels, on one rank. Error: bad counts or labels (check_de_input), fewer
-/// than 2 clusters with a pseudobulk group, no residual degrees of freedom.
+/// labels, in this process alone. Error: bad counts or labels (check_de_input),
+/// fewer than 2 clusters with a pseudobulk group, no residual degrees of freedom.
 DeTables de_tables(const data::HostCsr& counts, const Labels& samples, const Labels& clusters,
                    const DeOptions& options = {});
 
-/// The same, with the AUROC's genes split over comm's ranks; collective, every
-/// rank passes the same input and receives the same tables. Failures are
-/// agreed on (CollectiveError on every rank).
-DeTables de_tables(const dist::Comm& comm, const data::HostCsr& counts, const Labels& samples,
-                   const Labels& clusters, const DeOptions& options = {});
+/// The same with the cells spread over comm's ranks: `counts` holds cells
+/// [row_begin, row_begin + counts.rows), the ranks' blocks contiguous in rank
+/// order; samples and clusters label every cell, the same on every rank.
+/// Collective; every rank receives the same tables. Failures are agreed on
+/// (CollectiveError on every rank).
+DeTables de_tables(const dist::Comm& comm, const data::HostCsr& counts, std::int64_t row_begin,
+                   const Labels& samples, const Labels& clusters, const DeOptions& options = {});
 
 }  // namespace kotml::map

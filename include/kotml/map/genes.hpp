@@ -23,6 +23,7 @@
 // index lists into a name list.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,13 @@
 
 namespace kotml::map {
 
-/// Per-gene (column) totals of a cells × genes count matrix, summed in double
-/// in row order (exact for integer counts; pairOT sums the float32 matrix, which
-/// gives the same comparison with min_counts for any realistic count data).
+/// Per-gene (column) totals of a cells × genes count matrix, summed exactly
+/// and rounded once to double (pairOT sums the float32 matrix, which gives the
+/// same comparison with min_counts for any realistic count data).
 std::vector<double> gene_totals(const data::HostCsr& counts);
+/// The same over the cells of every rank, `rows` being this rank's: the same
+/// bits for any split. Collective.
+std::vector<double> gene_totals(const dist::Comm& comm, const data::HostCsr& rows);
 
 struct GeneAlignment {
   std::vector<std::string> names;            // the aligned genes, in the query's var order
@@ -63,13 +67,24 @@ struct SharedHvgOptions {
 /// (seed, Purpose::subsample, 2^63 + dataset)).
 std::vector<std::int64_t> hvg_sample_rows(std::int64_t n_obs, const SharedHvgOptions& options, int dataset);
 
-/// The shared HVGs of the query and reference counts, both cells × aligned
-/// genes with the same columns, gene_names naming those columns: each side
-/// sampled by hvg_sample_rows, the sample's rows normalised and their moments
-/// summed where data::hvg_row_block puts them (every rank holds all cells, each
-/// works on its block), the same bits on any rank count. result.selected()
-/// lists the chosen genes, ascending (the aligned order). Error when
-/// n_top_genes < 1 or the column counts differ. Collective.
+/// Appends rows of one side's counts over the aligned genes to `out`, in the
+/// order asked: from a matrix in memory, or from wherever the side's rows are
+/// (map: this rank's cells, the side's file for the others).
+using CountRows = std::function<void(const std::vector<std::int64_t>& rows, data::HostCsr& out)>;
+
+/// The shared HVGs of the query and reference counts (query_cells and
+/// reference_cells rows, cells × aligned genes, gene_names naming the columns):
+/// each side sampled by hvg_sample_rows, the sample's rows (asked of the
+/// CountRows) normalised and their moments summed where data::hvg_row_block
+/// puts them, the same bits on any rank count. result.selected() lists the
+/// chosen genes, ascending (the aligned order). Error when n_top_genes < 1 or
+/// the column counts differ. Collective.
+data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, std::int64_t query_cells,
+                                             const CountRows& query_rows, std::int64_t reference_cells,
+                                             const CountRows& reference_rows,
+                                             const std::vector<std::string>& gene_names,
+                                             const SharedHvgOptions& options);
+/// The same from two matrices that every rank holds whole.
 data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data::HostCsr& query_counts,
                                              const data::HostCsr& reference_counts,
                                              const std::vector<std::string>& gene_names,

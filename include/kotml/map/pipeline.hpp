@@ -2,11 +2,12 @@
 // `kotml map`: pairOT 0.1's query→reference cluster mapping, run as phases that
 // each do one thing (../shared/specs/torchgw-and-pairot.md, Part B):
 //
-//   read_map_input   one .h5ad: raw counts (X or a layer), cluster and sample
-//                    labels (clusters in sorted-name order, pairOT's category
-//                    order), checked (NaN, negative, non-integer counts);
+//   read_map_input   one .h5ad: this rank's cells' raw counts (X or a layer),
+//                    every cell's cluster and sample labels (clusters in
+//                    sorted-name order, pairOT's category order), checked (NaN,
+//                    negative, non-integer counts);
 //   preprocess       gene alignment (total > 10 on both sides), DE per side
-//                    (pseudobulk + limma + AUROC; genes split over ranks), shared
+//                    (pseudobulk + limma + AUROC; genes exchanged into blocks), shared
 //                    'seurat' HVGs, marker selection and the label distance Dlab
 //                    (k_q × k_r, clipped to [0, 1]);
 //   map_features     per-cell centred ranks over the HVGs (Spearman's ρ as a
@@ -27,16 +28,21 @@
 // every sample is drawn on (seed, purpose, index) streams, so every output is
 // bit-identical for any number of ranks.
 //
-// Known limit: the preprocessing (DE, HVGs) needs every cell of both files, so
-// every rank reads both count matrices whole (sparse, fp32); only the solve and
-// the aggregation are split by rows.
+// Memory. Each rank reads its own cells of each file: the query's solver rows
+// (ot::RowBlock::of) and an even block of the reference (dist::block_of), plus
+// every cell's labels. The DE exchanges the cells' counts into blocks of genes
+// (de_tables.hpp), and the HVG step reads each rank's share of the sampled
+// cells from the files. What a rank holds whole: the labels, the gene names,
+// the pseudobulk sums (groups × genes) and the reference's features (m × d).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "kotml/data/sparse.hpp"
 #include "kotml/dist/comm.hpp"
+#include "kotml/dist/partition.hpp"
 #include "kotml/map/aggregate.hpp"
 #include "kotml/map/de_tables.hpp"
 #include "kotml/map/genes.hpp"
@@ -77,21 +83,30 @@ struct MapOptions {
   void validate() const;
 };
 
-/// One input as every rank holds it: counts of every cell, labels, gene names.
+/// One input as this rank holds it: the counts of its block of cells, every
+/// cell's labels, the gene names.
 struct MapInput {
   std::string role;  // "query" or "reference"
   std::string path, element;
   std::vector<std::string> var_names;
-  data::HostCsr counts;     // cells × genes, fp32
-  ClusterLabels clusters;   // sorted names; codes per cell
-  Labels samples;
+  std::int64_t cells = 0;      // in the file
+  std::int64_t row_begin = 0;  // counts holds cells [row_begin, row_begin + counts.rows)
+  data::HostCsr counts;        // this rank's cells × every gene, fp32
+  ClusterLabels clusters;      // sorted names; codes per cell (every cell)
+  Labels samples;              // every cell
   std::vector<std::string> warnings;
-  std::int64_t n_cells() const { return counts.rows; }
+  std::int64_t n_cells() const { return cells; }
   std::int64_t n_clusters() const { return static_cast<std::int64_t>(clusters.names.size()); }
 };
 
-/// Reads and checks one side (collective only through the caller's phase).
-MapInput read_map_input(const MapSideOptions& side, const std::string& role, bool allow_non_integer);
+/// Which cells a rank reads, given the file's cell count.
+using CellSplit = std::function<dist::Block(std::int64_t cells)>;
+
+/// Collective: reads one side, this rank's cells `split` of them, and checks
+/// it; the count checks (NaN, negative, non-integer) are summed over the ranks,
+/// so that every rank reports the same.
+MapInput read_map_input(const dist::Comm& comm, const MapSideOptions& side, const std::string& role,
+                        bool allow_non_integer, const CellSplit& split);
 
 struct MapPreprocessing {
   GeneAlignment genes;

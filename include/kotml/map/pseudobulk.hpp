@@ -12,7 +12,8 @@
 // step, so that its values are pairOT's bit for bit (also for non-integer
 // "counts", where the order of float32 additions matters):
 //   * S[g]: a float32 sum over the group's cells in cell order (scipy's
-//     ones @ X of a CSR matrix);
+//     ones @ X of a CSR matrix), taken gene by gene over the transposed counts
+//     (each gene's cells ascending), so that the counts may be spread over ranks;
 //   * the group total: scipy's CSR row sum of the nonzero S[g] in gene order,
 //     np.add.reduceat, i.e. the first value plus numpy's float32 pairwise sum
 //     of the others (8 interleaved accumulators, blocks of 128);
@@ -62,13 +63,33 @@ struct Pseudobulk {
   std::vector<std::int32_t> cluster_rank;
   std::vector<std::int32_t> tested_clusters;   // codes with ≥ 1 group, ascending
   std::vector<std::int32_t> skipped_clusters;  // codes with cells but no group, ascending
+  /// By cell: its group, -1 for cells outside every group.
+  std::vector<std::int64_t> group_of_cell;
 };
 
 /// Checks counts (cells × genes) and the two label sets; Error on negative,
 /// NaN or infinite values, sizes that disagree, or codes outside the names.
 void check_de_input(const data::HostCsr& counts, const Labels& samples, const Labels& clusters);
+/// The same for rows [row_begin, row_begin + counts.rows) of a matrix whose
+/// labels (one per cell of every row) are given whole; errors name global cells.
+void check_de_input(const data::HostCsr& counts, std::int64_t row_begin, const Labels& samples,
+                    const Labels& clusters);
 
 /// pairOT's pseudobulk (see the header comment). Calls check_de_input.
 Pseudobulk pseudobulk(const data::HostCsr& counts, const Labels& samples, const Labels& clusters);
+
+// The pseudobulk in three steps, for counts spread over ranks (de_tables):
+
+/// Every field but `values` (empty), from the labels alone. Error as pseudobulk.
+Pseudobulk pseudobulk_groups(const Labels& samples, const Labels& clusters, std::int64_t n_genes);
+
+/// The float32 sums S[group, gene] of the genes of `by_gene` (a block of genes
+/// × every cell, each gene's cells ascending: rows of data::transpose of the
+/// counts), groups × by_gene.rows, row-major. Each sum adds its cells in cell
+/// order, as pseudobulk does over the whole matrix.
+std::vector<float> group_sums(const data::HostCsr& by_gene, const Pseudobulk& groups);
+
+/// Fills groups.values from the sums of every gene (n_groups × n_genes).
+void scale_group_sums(Pseudobulk& groups, const std::vector<float>& sums);
 
 }  // namespace kotml::map
