@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <new>
@@ -60,6 +61,34 @@ std::set<std::string> mpi_environment_names() {
   return names;
 }
 
+/// The session directory base of this singleton, removed at exit.
+std::string& private_session_base() {
+  static std::string path;
+  return path;
+}
+
+void remove_private_session_base() {
+  std::error_code ignored;
+  std::filesystem::remove_all(private_session_base(), ignored);
+}
+
+/// An isolated Open MPI 4 singleton does not draw a job family: its session
+/// directory is always ompi.<host>.<uid>/jf.0/… under the temporary folder, so
+/// singletons started together share it, and the first to finish removes it
+/// from under another one still in MPI_Init ("session_dir.c … No such file or
+/// directory"; seen when the tests run two kotml processes at once). Each
+/// singleton gets a base directory of its own instead (unless the user chose
+/// one), removed when the process exits, Open MPI's leftovers with it.
+void use_private_session_base() {
+  if (std::getenv("OMPI_MCA_orte_tmpdir_base") != nullptr) return;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/kotml-mpi.XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) return;  // Open MPI's default then
+  private_session_base() = pattern;
+  std::atexit(remove_private_session_base);
+  setenv("OMPI_MCA_orte_tmpdir_base", pattern.c_str(), /*overwrite=*/0);
+}
+
 }  // namespace
 
 void initialize_mpi(int* argc, char*** argv) {
@@ -70,6 +99,7 @@ void initialize_mpi(int* argc, char*** argv) {
   }
   const auto before = mpi_environment_names();
   for (const auto& [variable, value] : settings) setenv(variable.c_str(), value.c_str(), /*overwrite=*/0);
+  use_private_session_base();
   MPI_Init(argc, argv);
   // What this sets, and what MPI_Init adds for an isolated singleton (such as
   // OMPI_MCA_pmix=isolated), describe this process's world of one. A child

@@ -204,6 +204,24 @@ TEST(Cli, UnknownSubcommandOnThreeRanksPrintsOnce) {
   EXPECT_EQ(r.error_lines().size(), 1u) << r.err;
 }
 
+// Open MPI 4 puts every isolated singleton's session under the same
+// ${TMPDIR}/ompi.<host>.<uid>/jf.0, so two kotml processes started together
+// raced on it (one removing it while the other was in MPI_Init). A file in
+// that place makes every singleton that uses it fail at once: kotml must run
+// on a base directory of its own, and leave nothing behind.
+TEST(Cli, SingletonsUseTheirOwnSessionDirectory) {
+  kotml::test::TempDir tmp;
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string shared = tmp.file("ompi." + std::string(host) + "." + std::to_string(::getuid()));
+  std::ofstream(shared) << "not a directory";
+  const auto r = kotml::test::run_kotml_launched({"env", "TMPDIR=" + tmp.path()}, {"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp.path())) left.push_back(entry.path().string());
+  EXPECT_EQ(left, std::vector<std::string>{shared});
+}
+
 namespace {
 
 std::string file_bytes(const std::string& path) {
