@@ -26,6 +26,7 @@
 #include "kotml/io/hdf5.hpp"
 #include "kotml/map/auroc.hpp"
 #include "kotml/map/de_tables.hpp"
+#include "kotml/map/genes.hpp"
 #include "kotml/map/limma.hpp"
 #include "kotml/map/pseudobulk.hpp"
 #include "support/cli_runner.hpp"
@@ -742,4 +743,42 @@ TEST(DeTablesMpi, PseudobulkSumsAddCellsInCellOrderOnAnyRanks) {
     ASSERT_EQ(a.size(), b.size());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0) << c;
   }
+}
+
+TEST(GeneTotalsMpi, SameBitsForAnySplitOfTheCells) {
+  const dist::Comm comm;
+  // 301 cells, 3 genes: fractions, fractions beside large values (their double
+  // sums round differently in another order), and integer counts.
+  data::HostCsr x;
+  x.rows = 301;
+  x.cols = 3;
+  x.indptr.assign(1, 0);
+  for (std::int64_t i = 0; i < x.rows; ++i) {
+    const float column_values[3] = {0.1f * static_cast<float>(i % 7 + 1), i % 2 ? 3.0e7f + 0.25f : 0.3f,
+                                    static_cast<float>(i % 5)};
+    for (int j = 0; j < 3; ++j) {
+      if (column_values[j] == 0.0f) continue;
+      x.indices.push_back(j);
+      x.values.push_back(column_values[j]);
+    }
+    x.indptr.push_back(static_cast<std::int64_t>(x.values.size()));
+  }
+  const auto whole = gene_totals(x);
+  const dist::Block cells = dist::block_of(x.rows, comm.size(), comm.rank());
+  const auto split = gene_totals(comm, rows_of(x, cells.begin, cells.end));
+  ASSERT_EQ(whole.size(), split.size());
+  EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(double)), 0);
+  // The integer column is exact; the others are the exact sums rounded once.
+  double integers = 0;
+  for (std::int64_t i = 0; i < x.rows; ++i) integers += static_cast<double>(i % 5);
+  EXPECT_EQ(whole[2], integers);
+  // Exact in long double's 64 bits (the second column needs 57), rounded once.
+  long double exact[2] = {0, 0};
+  for (std::int64_t i = 0; i < x.rows; ++i) {
+    for (std::int64_t p = x.indptr[static_cast<std::size_t>(i)]; p < x.indptr[static_cast<std::size_t>(i) + 1]; ++p)
+      if (x.indices[static_cast<std::size_t>(p)] < 2)
+        exact[x.indices[static_cast<std::size_t>(p)]] += static_cast<long double>(x.values[static_cast<std::size_t>(p)]);
+  }
+  EXPECT_EQ(whole[0], static_cast<double>(exact[0]));
+  EXPECT_EQ(whole[1], static_cast<double>(exact[1]));
 }
