@@ -885,6 +885,75 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
   return read_csr_rows<T>(element, all);
 }
 
+template <class T>
+CsrMatrix<T> AnnDataReader::read_csr_row_range(const std::string& element, std::int64_t begin,
+                                               std::int64_t end) const {
+  const auto& file = state_->file;
+  const MatrixInfo info = matrix_info(element);
+  check_index_width(path(), element, info.cols);
+  if (!(begin >= 0 && begin <= end && end <= info.rows))
+    throw Error(path(), element,
+                "rows " + std::to_string(begin) + ".." + std::to_string(end) + " lie outside its " +
+                    std::to_string(info.rows) + " rows");
+  CsrMatrix<T> out;
+  out.rows = end - begin;
+  out.cols = info.cols;
+  if (info.storage == MatrixStorage::csr) {
+    out.indptr = file.read_range<std::int64_t>(join(element, "indptr"), begin, end + 1);
+    check_compressed(path(), element, out.indptr, info.nnz);
+    const std::int64_t first = out.indptr.front(), last = out.indptr.back();
+    for (auto& p : out.indptr) p -= first;
+    out.indices = file.read_range<SparseIndex>(join(element, "indices"), first, last);
+    const auto range = detail::index_range(out.indices.data(), out.indices.size());
+    if (!out.indices.empty() && (range.low < 0 || range.high >= info.cols))
+      check_indices(path(), element, out.indices, info.cols);
+    out.values = file.read_range<T>(join(element, "data"), first, last);
+    return out;
+  }
+  if (info.storage == MatrixStorage::csc) {
+    // Stream the compressed columns in blocks, keep the range's entries, then
+    // a counting sort by row (columns stay ascending within each row).
+    const auto indptr = file.read<std::int64_t>(join(element, "indptr"));
+    check_compressed(path(), element, indptr, info.nnz);
+    if (indptr.front() != 0 || indptr.back() != info.nnz)
+      throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
+    std::vector<std::int64_t> kept_row;
+    std::vector<SparseIndex> kept_column;
+    std::vector<T> kept_value;
+    constexpr std::int64_t block = std::int64_t(1) << 20;
+    std::size_t column = 0;
+    for (std::int64_t first = 0; first < info.nnz; first += block) {
+      const std::int64_t last = std::min(info.nnz, first + block);
+      const auto rows_of = file.read_range<std::int64_t>(join(element, "indices"), first, last);
+      const auto values = file.read_range<T>(join(element, "data"), first, last);
+      check_indices(path(), element, rows_of, info.rows);
+      for (std::int64_t k = first; k < last; ++k) {
+        while (indptr[column + 1] <= k) ++column;
+        const auto r = rows_of[static_cast<std::size_t>(k - first)];
+        if (r < begin || r >= end) continue;
+        kept_row.push_back(r - begin);
+        kept_column.push_back(static_cast<SparseIndex>(column));
+        kept_value.push_back(values[static_cast<std::size_t>(k - first)]);
+      }
+    }
+    out.indptr.assign(static_cast<std::size_t>(out.rows) + 1, 0);
+    for (const auto r : kept_row) ++out.indptr[static_cast<std::size_t>(r) + 1];
+    for (std::size_t r = 0; r < static_cast<std::size_t>(out.rows); ++r) out.indptr[r + 1] += out.indptr[r];
+    out.indices.resize(kept_row.size());
+    out.values.resize(kept_row.size());
+    std::vector<std::int64_t> next(out.indptr.begin(), out.indptr.end() - 1);
+    for (std::size_t e = 0; e < kept_row.size(); ++e) {
+      const auto at = static_cast<std::size_t>(next[static_cast<std::size_t>(kept_row[e])]++);
+      out.indices[at] = kept_column[e];
+      out.values[at] = kept_value[e];
+    }
+    return out;
+  }
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(end - begin));
+  std::iota(rows.begin(), rows.end(), begin);
+  return read_csr_rows<T>(element, rows);
+}
+
 // ------------------------------------------------------------------- uns
 
 double AnnDataReader::uns_number(const std::string& key) const {
@@ -917,7 +986,9 @@ std::vector<double> AnnDataReader::uns_array(const std::string& key,
   template std::vector<T> AnnDataReader::read_dense<T>(const std::string&) const;                  \
   template CsrMatrix<T> AnnDataReader::read_csr<T>(const std::string&) const;                      \
   template CsrMatrix<T> AnnDataReader::read_csr_rows<T>(const std::string&,                        \
-                                                        const std::vector<std::int64_t>&) const;
+                                                        const std::vector<std::int64_t>&) const;    \
+  template CsrMatrix<T> AnnDataReader::read_csr_row_range<T>(const std::string&, std::int64_t,       \
+                                                             std::int64_t) const;
 
 KOTML_ANNDATA_INSTANTIATE(float)
 KOTML_ANNDATA_INSTANTIATE(double)

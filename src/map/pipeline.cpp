@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 #include <optional>
 #include <type_traits>
 
@@ -334,9 +333,7 @@ MapInput read_map_input(const dist::Comm& comm, const MapSideOptions& side, cons
     if (in.cells < 1) throw Error(side.path, in.element, "the file has no cells");
     const dist::Block block = split(in.cells);
     in.row_begin = block.begin;
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(block.end - block.begin));
-    std::iota(rows.begin(), rows.end(), block.begin);
-    in.counts = reader.read_csr_rows<float>(in.element, rows);
+    in.counts = reader.read_csr_row_range<float>(in.element, block.begin, block.end);
     check = data::check_values(in.counts);
     in.clusters = cluster_labels(labels);
     const auto sample_labels = cluster_labels(samples);

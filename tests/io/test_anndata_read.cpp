@@ -101,6 +101,25 @@ void check_matrix(const AnnDataReader& r, const std::string& element, const json
   EXPECT_EQ(csr_rows.rows, static_cast<std::int64_t>(selection.size()));
   const auto csr_rows_dense = to_dense(csr_rows);
   EXPECT_EQ(csr_rows_dense, picked);
+
+  // A block of rows (a rank's cells): the entries read_csr holds for them.
+  const std::int64_t begin = rows / 3, end = rows - rows / 4;
+  const auto block = r.read_csr_row_range<double>(element, begin, end);
+  ASSERT_EQ(block.rows, end - begin);
+  ASSERT_EQ(block.cols, cols);
+  ASSERT_EQ(block.indptr.size(), static_cast<std::size_t>(end - begin) + 1);
+  const auto base = csr.indptr[static_cast<std::size_t>(begin)];
+  for (std::int64_t i = 0; i <= end - begin; ++i)
+    EXPECT_EQ(block.indptr[static_cast<std::size_t>(i)], csr.indptr[static_cast<std::size_t>(begin + i)] - base);
+  ASSERT_EQ(block.values.size(), block.indices.size());
+  ASSERT_EQ(static_cast<std::int64_t>(block.values.size()), block.indptr.back());
+  for (std::size_t k = 0; k < block.values.size(); ++k) {
+    EXPECT_EQ(block.indices[k], csr.indices[static_cast<std::size_t>(base) + k]);
+    EXPECT_EQ(block.values[k], csr.values[static_cast<std::size_t>(base) + k]);
+  }
+  EXPECT_EQ(r.read_csr_row_range<double>(element, rows, rows).rows, 0);
+  EXPECT_THROW(r.read_csr_row_range<double>(element, 0, rows + 1), kotml::Error);
+  EXPECT_THROW(r.read_csr_row_range<double>(element, 2, 1), kotml::Error);
 }
 
 void check_columns(const AnnDataReader& r, const std::string& frame, const json& facts) {

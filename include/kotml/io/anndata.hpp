@@ -165,6 +165,12 @@ class AnnDataReader {
   /// Selected rows as CSR (rows in the given order), reading only their slices.
   template <class T>
   CsrMatrix<T> read_csr_rows(const std::string& element, const std::vector<std::int64_t>& rows) const;
+  /// Rows [begin, end) as CSR, as read_csr gives them: a rank's block of cells.
+  /// CSR storage reads the block's slices in one piece each; CSC storage
+  /// streams the columns and keeps the block's entries (never dense); dense
+  /// storage reads the rows and drops their zeros.
+  template <class T>
+  CsrMatrix<T> read_csr_row_range(const std::string& element, std::int64_t begin, std::int64_t end) const;
 
   /// uns entries; key may be nested ("neighbors/params/k"). Error if absent or
   /// of another kind.
