@@ -3,8 +3,10 @@
 
 #include "kotml/data/sparse.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "kotml/core/error.hpp"
@@ -59,17 +61,18 @@ HostCsr transpose(const HostCsr& csr) {
 
 namespace {
 
-/// One exchanged entry: the global row in the high 32 bits, the value's bits in
-/// the low 32 (rows are below 2^31, so the word is non-negative).
-std::int64_t pack_entry(std::int64_t row, float value) {
+/// One exchanged entry: an index (a global row, or a column) in the high 32
+/// bits, the value's bits in the low 32 (indices are below 2^31, so the word is
+/// non-negative).
+std::int64_t pack_entry(std::int64_t index, float value) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  return static_cast<std::int64_t>((static_cast<std::uint64_t>(row) << 32) | bits);
+  return static_cast<std::int64_t>((static_cast<std::uint64_t>(index) << 32) | bits);
 }
 
-void unpack_entry(std::int64_t word, io::SparseIndex& row, float& value) {
+void unpack_entry(std::int64_t word, io::SparseIndex& index, float& value) {
   const auto u = static_cast<std::uint64_t>(word);
-  row = static_cast<io::SparseIndex>(u >> 32);
+  index = static_cast<io::SparseIndex>(u >> 32);
   const auto bits = static_cast<std::uint32_t>(u & 0xffffffffu);
   std::memcpy(&value, &bits, sizeof value);
 }
@@ -162,6 +165,98 @@ HostCsr transpose_to_column_blocks(const dist::Comm& comm, const HostCsr& rows, 
       }
   }
   return out;
+}
+
+void fetch_rows(const dist::Comm& comm, const HostCsr& rows, std::int64_t row_begin,
+                const std::vector<std::int64_t>& wanted, HostCsr& out) {
+  const bool ascending = std::is_sorted(wanted.begin(), wanted.end());
+  if (!comm.all(ascending && out.cols == rows.cols && static_cast<std::int64_t>(out.indptr.size()) == out.rows + 1))
+    throw InternalError("fetch_rows: the wanted rows are not ascending, or the output does not fit the rows");
+  const auto wanted_by_all = comm.allgatherv(wanted);
+  const auto counts = comm.allgatherv(std::vector<std::int64_t>{static_cast<std::int64_t>(wanted.size())});
+  const std::int64_t row_end = row_begin + rows.rows;
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  const auto self = static_cast<std::size_t>(comm.rank());
+  // The wanted rows of rank q that this rank holds: a run of q's list.
+  const auto held_of = [&](std::size_t q) {
+    std::size_t offset = 0;
+    for (std::size_t r = 0; r < q; ++r) offset += static_cast<std::size_t>(counts[r]);
+    const auto* first = wanted_by_all.data() + offset;
+    const auto* last = first + counts[q];
+    first = std::lower_bound(first, last, row_begin);
+    return std::make_pair(first, std::lower_bound(first, last, row_end));
+  };
+
+  // To every other rank q: for each row it wants that this rank holds, in q's
+  // order, its length and then its entries.
+  std::vector<std::int64_t> send_counts(ranks, 0);
+  const auto row_length = [&](const std::int64_t* w) {
+    const auto i = static_cast<std::size_t>(*w - row_begin);
+    return rows.indptr[i + 1] - rows.indptr[i];
+  };
+  for (std::size_t q = 0; q < ranks; ++q) {
+    if (q == self) continue;
+    const auto [first, last] = held_of(q);
+    for (const auto* w = first; w != last; ++w) send_counts[q] += 1 + row_length(w);
+  }
+  std::vector<std::int64_t> send(static_cast<std::size_t>(std::accumulate(send_counts.begin(), send_counts.end(),
+                                                                          std::int64_t(0))));
+  std::size_t at = 0;
+  for (std::size_t q = 0; q < ranks; ++q) {
+    if (q == self) continue;
+    const auto [first, last] = held_of(q);
+    for (const auto* w = first; w != last; ++w) {
+      const auto i = static_cast<std::size_t>(*w - row_begin);
+      send[at++] = rows.indptr[i + 1] - rows.indptr[i];
+      for (auto p = rows.indptr[i]; p < rows.indptr[i + 1]; ++p)
+        send[at++] = pack_entry(rows.indices[static_cast<std::size_t>(p)], rows.values[static_cast<std::size_t>(p)]);
+    }
+  }
+  std::vector<std::int64_t> recv_counts;
+  const auto received = comm.alltoallv(send, send_counts, recv_counts);
+  send = {};
+
+  // The holders' blocks come in rank order and the list is ascending, so taking
+  // the sources in rank order appends the rows in the order asked.
+  const auto [own_first, own_last] = held_of(self);
+  std::int64_t own_entries = 0;
+  for (const auto* w = own_first; w != own_last; ++w) own_entries += row_length(w);
+  const std::int64_t rows_before = out.rows;
+  auto filled = out.values.size();
+  // Each received row is one length word and its entries.
+  const auto received_words = static_cast<std::size_t>(
+      std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t(0)));
+  out.indices.resize(filled + received_words + static_cast<std::size_t>(own_entries));  // trimmed below
+  out.values.resize(out.indices.size());
+  out.indptr.reserve(out.indptr.size() + wanted.size());
+  const auto append = [&](std::int64_t length) {
+    out.indptr.push_back(out.indptr.back() + length);
+    ++out.rows;
+  };
+  std::size_t k = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    if (r == self) {
+      for (const auto* w = own_first; w != own_last; ++w) {
+        const auto i = static_cast<std::size_t>(*w - row_begin);
+        const auto first = static_cast<std::ptrdiff_t>(rows.indptr[i]), last = static_cast<std::ptrdiff_t>(rows.indptr[i + 1]);
+        std::copy(rows.indices.begin() + first, rows.indices.begin() + last, out.indices.begin() + static_cast<std::ptrdiff_t>(filled));
+        std::copy(rows.values.begin() + first, rows.values.begin() + last, out.values.begin() + static_cast<std::ptrdiff_t>(filled));
+        filled += static_cast<std::size_t>(last - first);
+        append(last - first);
+      }
+      continue;
+    }
+    const std::size_t source_end = k + static_cast<std::size_t>(recv_counts[r]);
+    while (k < source_end) {
+      const std::int64_t length = received[k++];
+      for (std::int64_t e = 0; e < length; ++e, ++k, ++filled) unpack_entry(received[k], out.indices[filled], out.values[filled]);
+      append(length);
+    }
+  }
+  out.indices.resize(filled);
+  out.values.resize(filled);
+  if (!comm.all(out.rows - rows_before == static_cast<std::int64_t>(wanted.size())))
+    throw InternalError("fetch_rows: a wanted row is held by no rank");
 }
 
 void append_row(HostCsr& out, const HostCsr& from, std::int64_t row) {

@@ -26,16 +26,6 @@ std::unordered_map<std::string, std::int64_t> index_names(const std::vector<std:
   return index;
 }
 
-/// Appends rows `rows` of a matrix in memory, in that order.
-CountRows rows_in_memory(const data::HostCsr& x) {
-  return [&x](const std::vector<std::int64_t>& rows, data::HostCsr& out) {
-    for (const std::int64_t row : rows) {
-      require(row >= 0 && row < x.rows, "", "counts", "row " + std::to_string(row) + " of " + std::to_string(x.rows));
-      data::append_row(out, x, row);
-    }
-  };
-}
-
 }  // namespace
 
 std::vector<double> gene_totals(const data::HostCsr& counts) {
@@ -102,6 +92,26 @@ std::vector<std::int64_t> hvg_sample_rows(std::int64_t n_obs, const SharedHvgOpt
   return rows;
 }
 
+HvgSampleShare hvg_sample_share(std::int64_t query_cells, std::int64_t reference_cells, std::int64_t genes,
+                                const SharedHvgOptions& options, int ranks, int rank) {
+  const auto query_rows = hvg_sample_rows(query_cells, options, 0);
+  const auto reference_rows = hvg_sample_rows(reference_cells, options, 1);
+  const auto n_query = static_cast<std::int64_t>(query_rows.size());
+  HvgSampleShare share;
+  share.total = n_query + static_cast<std::int64_t>(reference_rows.size());
+  constexpr std::int64_t datasets = 2;
+  const dist::Block own = data::hvg_row_block(share.total, genes, datasets, ranks, rank);
+  const auto part = [&](const std::vector<std::int64_t>& rows, std::int64_t offset) {
+    const auto size = static_cast<std::int64_t>(rows.size());
+    const std::int64_t begin = std::clamp(own.begin - offset, std::int64_t(0), size);
+    const std::int64_t end = std::clamp(own.end - offset, std::int64_t(0), size);
+    return std::vector<std::int64_t>(rows.begin() + begin, rows.begin() + end);
+  };
+  share.query_rows = part(query_rows, 0);
+  share.reference_rows = part(reference_rows, n_query);
+  return share;
+}
+
 data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data::HostCsr& query_counts,
                                              const data::HostCsr& reference_counts,
                                              const std::vector<std::string>& gene_names,
@@ -109,49 +119,31 @@ data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data:
   require(query_counts.cols == reference_counts.cols &&
               query_counts.cols == static_cast<std::int64_t>(gene_names.size()),
           "", "", "query and reference count matrices must have the same aligned genes");
-  return shared_highly_variable_genes(comm, query_counts.rows, rows_in_memory(query_counts), reference_counts.rows,
-                                      rows_in_memory(reference_counts), gene_names, options);
+  const auto share = hvg_sample_share(query_counts.rows, reference_counts.rows,
+                                      static_cast<std::int64_t>(gene_names.size()), options, comm.size(), comm.rank());
+  data::HostCsr rows;
+  rows.cols = query_counts.cols;
+  rows.indptr.assign(1, 0);
+  for (const std::int64_t row : share.query_rows) data::append_row(rows, query_counts, row);
+  for (const std::int64_t row : share.reference_rows) data::append_row(rows, reference_counts, row);
+  return shared_highly_variable_genes(comm, share, std::move(rows), gene_names, options);
 }
 
-data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, std::int64_t query_cells,
-                                             const CountRows& query_rows_of, std::int64_t reference_cells,
-                                             const CountRows& reference_rows_of,
-                                             const std::vector<std::string>& gene_names,
+data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const HvgSampleShare& share,
+                                             data::HostCsr rows, const std::vector<std::string>& gene_names,
                                              const SharedHvgOptions& options) {
   if (options.n_top_genes < 1) throw Error::option("n-top-genes", "must be at least 1");
-  const auto query_rows = hvg_sample_rows(query_cells, options, 0);
-  const auto reference_rows = hvg_sample_rows(reference_cells, options, 1);
-  const auto n_query = static_cast<std::int64_t>(query_rows.size());
-  const auto total = n_query + static_cast<std::int64_t>(reference_rows.size());
-  constexpr std::int64_t datasets = 2;
-  const auto genes = static_cast<std::int64_t>(gene_names.size());
-  // This rank's rows of the stacked sample: the query's sampled rows, then the
-  // reference's.
-  const dist::Block own = data::hvg_row_block(total, genes, datasets, comm.size(), comm.rank());
-  const auto part = [&](const std::vector<std::int64_t>& rows, std::int64_t offset) {
-    const std::int64_t begin = std::clamp(own.begin - offset, std::int64_t(0), static_cast<std::int64_t>(rows.size()));
-    const std::int64_t end = std::clamp(own.end - offset, std::int64_t(0), static_cast<std::int64_t>(rows.size()));
-    return std::vector<std::int64_t>(rows.begin() + begin, rows.begin() + end);
-  };
-  const auto mine_of_query = part(query_rows, 0);
-  const auto mine_of_reference = part(reference_rows, n_query);
-  data::HostCsr x;
-  x.cols = genes;
-  x.indptr.assign(1, 0);
-  comm.phase([&] {  // before any collective: a read that fails on one rank stops all
-    query_rows_of(mine_of_query, x);
-    reference_rows_of(mine_of_reference, x);
-    require(x.rows == static_cast<std::int64_t>(mine_of_query.size() + mine_of_reference.size()) &&
-                static_cast<std::int64_t>(x.indptr.size()) == x.rows + 1,
-            "", "", "the HVG sample's rows did not arrive whole");
-  });
-  std::vector<std::int32_t> batch(mine_of_query.size(), 0);
-  batch.resize(mine_of_query.size() + mine_of_reference.size(), 1);
-  data::normalize_total(x, options.target_sum);
-  data::log1p(x);
+  require(rows.cols == static_cast<std::int64_t>(gene_names.size()) &&
+              rows.rows == static_cast<std::int64_t>(share.query_rows.size() + share.reference_rows.size()),
+          "", "", "the HVG sample's rows and the aligned genes do not match");
+  std::vector<std::int32_t> batch(share.query_rows.size(), 0);
+  batch.resize(share.query_rows.size() + share.reference_rows.size(), 1);
+  data::normalize_total(rows, options.target_sum);
+  data::log1p(rows);
   data::HvgOptions hvg;
   hvg.n_top_genes = options.n_top_genes;
-  return data::highly_variable_genes(comm, x, total, hvg, gene_names, batch, datasets);
+  constexpr std::int64_t datasets = 2;
+  return data::highly_variable_genes(comm, rows, share.total, hvg, gene_names, batch, datasets);
 }
 
 }  // namespace kotml::map

@@ -88,25 +88,6 @@ GeneTable gene_table(const DeTable& d) {
   return t;
 }
 
-/// Appends rows of a side's counts over the aligned genes: this rank's own
-/// cells from `aligned` (its rows over the aligned genes), any other cell (the
-/// HVG sample's rows lie on every rank) read from the side's file.
-CountRows cell_rows(const MapInput& side, const data::HostCsr& aligned, const std::vector<std::int64_t>& columns) {
-  return [&side, &aligned, &columns](const std::vector<std::int64_t>& rows, data::HostCsr& out) {
-    const std::int64_t begin = side.row_begin, end = side.row_begin + aligned.rows;
-    const auto here = [&](std::int64_t row) { return row >= begin && row < end; };
-    std::vector<std::int64_t> elsewhere;
-    for (const std::int64_t row : rows)
-      if (!here(row)) elsewhere.push_back(row);
-    data::HostCsr read;
-    if (!elsewhere.empty())
-      read = data::select_columns(io::AnnDataReader(side.path).read_csr_rows<float>(side.element, elsewhere), columns);
-    std::int64_t next_read = 0;
-    for (const std::int64_t row : rows)
-      data::append_row(out, here(row) ? aligned : read, here(row) ? row - begin : next_read++);
-  };
-}
-
 std::vector<std::int64_t> hvg_columns(const std::vector<std::int64_t>& aligned_index,
                                       const std::vector<std::int64_t>& hvg) {
   std::vector<std::int64_t> columns;
@@ -409,14 +390,23 @@ MapPreprocessing preprocess(const dist::Comm& comm, const MapInput& query, const
   log::info("map: DE of both files " + std::to_string(pre.seconds_de) + " s");
 
   start = std::chrono::steady_clock::now();
-  comm.phase([&] {
+  if (options.use_rep.empty()) {
     const timers::Scope timed("hvg");
-    if (options.use_rep.empty())
-      pre.hvg = shared_highly_variable_genes(comm, query.n_cells(), cell_rows(query, query_counts, pre.genes.query_index),
-                                             reference.n_cells(), cell_rows(reference, reference_counts, pre.genes.reference_index),
-                                             pre.genes.names, options.hvg)
-                    .selected();
-  });
+    // This rank's share of the sample, fetched from the ranks holding its cells.
+    const auto share = hvg_sample_share(query.n_cells(), reference.n_cells(),
+                                        static_cast<std::int64_t>(pre.genes.names.size()), options.hvg, comm.size(),
+                                        comm.rank());
+    data::HostCsr rows;
+    rows.cols = static_cast<std::int64_t>(pre.genes.names.size());
+    rows.indptr.assign(1, 0);
+    timers::timed("fetch sample", [&] {
+      data::fetch_rows(comm, query_counts, query.row_begin, share.query_rows, rows);
+      data::fetch_rows(comm, reference_counts, reference.row_begin, share.reference_rows, rows);
+    });
+    comm.phase([&] {
+      pre.hvg = shared_highly_variable_genes(comm, share, std::move(rows), pre.genes.names, options.hvg).selected();
+    });
+  }
   pre.seconds_hvg = seconds_since(start);
   if (options.use_rep.empty())
     log::info("map: " + std::to_string(pre.hvg.size()) + " highly variable genes, " +

@@ -42,6 +42,16 @@ HostCsr transpose(const HostCsr& csr);
 HostCsr transpose_to_column_blocks(const dist::Comm& comm, const HostCsr& rows, std::int64_t row_begin,
                                    std::int64_t total_rows);
 
+/// Collective: rows of a matrix whose rows lie on comm's ranks in contiguous
+/// blocks, in rank order (this rank holds `rows`, the matrix's rows
+/// [row_begin, row_begin + rows.rows)), fetched by global row number: every
+/// rank passes the rows it wants, ascending, and they are appended to `out`
+/// (the same columns) in that order, from whichever rank holds them; a rank's
+/// own rows never leave memory. InternalError when a wanted row is held by no
+/// rank or the list is not ascending. Traffic: each wanted row once.
+void fetch_rows(const dist::Comm& comm, const HostCsr& rows, std::int64_t row_begin,
+                const std::vector<std::int64_t>& wanted, HostCsr& out);
+
 /// Appends row `row` of `from` to `out` (the same columns).
 void append_row(HostCsr& out, const HostCsr& from, std::int64_t row);
 

@@ -23,7 +23,6 @@
 // index lists into a name list.
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,22 +66,28 @@ struct SharedHvgOptions {
 /// (seed, Purpose::subsample, 2^63 + dataset)).
 std::vector<std::int64_t> hvg_sample_rows(std::int64_t n_obs, const SharedHvgOptions& options, int dataset);
 
-/// Appends rows of one side's counts over the aligned genes to `out`, in the
-/// order asked: from a matrix in memory, or from wherever the side's rows are
-/// (map: this rank's cells, the side's file for the others).
-using CountRows = std::function<void(const std::vector<std::int64_t>& rows, data::HostCsr& out)>;
+/// One rank's share of the HVG sample: the stacked sample (the query's sampled
+/// rows, then the reference's) cut where data::hvg_row_block puts it.
+struct HvgSampleShare {
+  std::vector<std::int64_t> query_rows;      // ascending, rows of the query
+  std::vector<std::int64_t> reference_rows;  // ascending, rows of the reference
+  std::int64_t total = 0;                    // rows of the whole stacked sample
+};
 
-/// The shared HVGs of the query and reference counts (query_cells and
-/// reference_cells rows, cells × aligned genes, gene_names naming the columns):
-/// each side sampled by hvg_sample_rows, the sample's rows (asked of the
-/// CountRows) normalised and their moments summed where data::hvg_row_block
-/// puts them, the same bits on any rank count. result.selected() lists the
-/// chosen genes, ascending (the aligned order). Error when n_top_genes < 1 or
-/// the column counts differ. Collective.
-data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, std::int64_t query_cells,
-                                             const CountRows& query_rows, std::int64_t reference_cells,
-                                             const CountRows& reference_rows,
-                                             const std::vector<std::string>& gene_names,
+/// Rank `rank` of `ranks`'s share, for files of query_cells and
+/// reference_cells cells and `genes` aligned genes.
+HvgSampleShare hvg_sample_share(std::int64_t query_cells, std::int64_t reference_cells, std::int64_t genes,
+                                const SharedHvgOptions& options, int ranks, int rank);
+
+/// The shared HVGs, from this rank's share of the sample: `rows` holds its
+/// query rows then its reference rows (raw counts over the aligned genes,
+/// gene_names naming the columns). Each side is sampled by hvg_sample_rows,
+/// the rows normalised and their moments summed where data::hvg_row_block puts
+/// them, the same bits on any rank count. result.selected() lists the chosen
+/// genes, ascending (the aligned order). Error when n_top_genes < 1 or the
+/// columns differ. Collective.
+data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const HvgSampleShare& share,
+                                             data::HostCsr rows, const std::vector<std::string>& gene_names,
                                              const SharedHvgOptions& options);
 /// The same from two matrices that every rank holds whole.
 data::HvgResult shared_highly_variable_genes(const dist::Comm& comm, const data::HostCsr& query_counts,
