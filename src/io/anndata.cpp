@@ -653,6 +653,30 @@ std::vector<SparseIndex> read_column_indices(const h5::File& file, const std::st
   return indices;
 }
 
+/// Every stored entry of a CSC element, column after column, streamed in
+/// blocks of 2^20 values: visit(row, column, value). Its indptr and row
+/// indices are checked.
+template <class T, class Visit>
+void stream_csc(const h5::File& file, const std::string& path, const std::string& element, const MatrixInfo& info,
+                Visit&& visit) {
+  const auto indptr = file.read<std::int64_t>(join(element, "indptr"));
+  check_compressed(path, element, indptr, info.nnz);
+  if (indptr.front() != 0 || indptr.back() != info.nnz)
+    throw Error(path, join(element, "indptr"), "does not span the stored values (damaged file?)");
+  constexpr std::int64_t block = std::int64_t(1) << 20;
+  std::size_t column = 0;
+  for (std::int64_t first = 0; first < info.nnz; first += block) {
+    const std::int64_t last = std::min(info.nnz, first + block);
+    const auto rows = file.read_range<std::int64_t>(join(element, "indices"), first, last);
+    const auto values = file.read_range<T>(join(element, "data"), first, last);
+    check_indices(path, element, rows, info.rows);
+    for (std::int64_t k = first; k < last; ++k) {
+      while (indptr[column + 1] <= k) ++column;
+      visit(rows[static_cast<std::size_t>(k - first)], column, values[static_cast<std::size_t>(k - first)]);
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -795,23 +819,10 @@ std::vector<T> AnnDataReader::read_rows(const std::string& element,
       std::vector<std::int32_t> slot(static_cast<std::size_t>(info.rows), -1);
       for (std::size_t u = 0; u < unique.size(); ++u) slot[static_cast<std::size_t>(unique[u])] = static_cast<std::int32_t>(u);
       std::vector<T> unique_dense(unique.size() * cols, T(0));
-      const auto indptr = file.read<std::int64_t>(join(element, "indptr"));
-      check_compressed(path(), element, indptr, info.nnz);
-      if (indptr.front() != 0 || indptr.back() != info.nnz)
-        throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
-      constexpr std::int64_t block = std::int64_t(1) << 20;
-      std::size_t column = 0;
-      for (std::int64_t first = 0; first < info.nnz; first += block) {
-        const std::int64_t last = std::min(info.nnz, first + block);
-        const auto indices = file.read_range<std::int64_t>(join(element, "indices"), first, last);
-        const auto values = file.read_range<T>(join(element, "data"), first, last);
-        check_indices(path(), element, indices, info.rows);
-        for (std::int64_t k = first; k < last; ++k) {
-          while (indptr[column + 1] <= k) ++column;
-          const auto s = slot[static_cast<std::size_t>(indices[static_cast<std::size_t>(k - first)])];
-          if (s >= 0) unique_dense[static_cast<std::size_t>(s) * cols + column] += values[static_cast<std::size_t>(k - first)];
-        }
-      }
+      stream_csc<T>(file, path(), element, info, [&](std::int64_t row, std::size_t column, T value) {
+        const auto s = slot[static_cast<std::size_t>(row)];
+        if (s >= 0) unique_dense[static_cast<std::size_t>(s) * cols + column] += value;
+      });
       if (unique.size() == rows.size() && std::equal(unique.begin(), unique.end(), rows.begin()))
         return unique_dense;
       const auto positions = positions_in(unique, rows);
@@ -852,34 +863,8 @@ CsrMatrix<T> AnnDataReader::read_csr(const std::string& element) const {
     out.values = file.read<T>(join(element, "data"));
     return out;
   }
-  if (info.storage == MatrixStorage::csc) {
-    // Transpose the compressed columns into compressed rows (a counting sort,
-    // which keeps column indices sorted within each row).
-    const auto indptr = file.read<std::int64_t>(join(element, "indptr"));
-    check_compressed(path(), element, indptr, info.nnz);
-    if (indptr.front() != 0 || indptr.back() != info.nnz)
-      throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
-    const auto rows_of = file.read<std::int64_t>(join(element, "indices"));
-    check_indices(path(), element, rows_of, info.rows);
-    const auto values = file.read<T>(join(element, "data"));
-    CsrMatrix<T> out;
-    out.rows = info.rows;
-    out.cols = info.cols;
-    out.indptr.assign(static_cast<std::size_t>(info.rows) + 1, 0);
-    for (auto r : rows_of) ++out.indptr[static_cast<std::size_t>(r) + 1];
-    for (std::size_t r = 0; r < static_cast<std::size_t>(info.rows); ++r) out.indptr[r + 1] += out.indptr[r];
-    out.indices.resize(rows_of.size());
-    out.values.resize(rows_of.size());
-    std::vector<std::int64_t> next(out.indptr.begin(), out.indptr.end() - 1);
-    for (std::size_t c = 0; c < static_cast<std::size_t>(info.cols); ++c)
-      for (auto k = indptr[c]; k < indptr[c + 1]; ++k) {
-        const auto r = static_cast<std::size_t>(rows_of[static_cast<std::size_t>(k)]);
-        const auto at = static_cast<std::size_t>(next[r]++);
-        out.indices[at] = static_cast<SparseIndex>(c);
-        out.values[at] = values[static_cast<std::size_t>(k)];
-      }
-    return out;
-  }
+  // CSC: the columns streamed into compressed rows (read_csr_row_range).
+  if (info.storage == MatrixStorage::csc) return read_csr_row_range<T>(element, 0, info.rows);
   std::vector<std::int64_t> all(static_cast<std::size_t>(info.rows));
   std::iota(all.begin(), all.end(), std::int64_t(0));
   return read_csr_rows<T>(element, all);
@@ -913,29 +898,15 @@ CsrMatrix<T> AnnDataReader::read_csr_row_range(const std::string& element, std::
   if (info.storage == MatrixStorage::csc) {
     // Stream the compressed columns in blocks, keep the range's entries, then
     // a counting sort by row (columns stay ascending within each row).
-    const auto indptr = file.read<std::int64_t>(join(element, "indptr"));
-    check_compressed(path(), element, indptr, info.nnz);
-    if (indptr.front() != 0 || indptr.back() != info.nnz)
-      throw Error(path(), join(element, "indptr"), "does not span the stored values (damaged file?)");
     std::vector<std::int64_t> kept_row;
     std::vector<SparseIndex> kept_column;
     std::vector<T> kept_value;
-    constexpr std::int64_t block = std::int64_t(1) << 20;
-    std::size_t column = 0;
-    for (std::int64_t first = 0; first < info.nnz; first += block) {
-      const std::int64_t last = std::min(info.nnz, first + block);
-      const auto rows_of = file.read_range<std::int64_t>(join(element, "indices"), first, last);
-      const auto values = file.read_range<T>(join(element, "data"), first, last);
-      check_indices(path(), element, rows_of, info.rows);
-      for (std::int64_t k = first; k < last; ++k) {
-        while (indptr[column + 1] <= k) ++column;
-        const auto r = rows_of[static_cast<std::size_t>(k - first)];
-        if (r < begin || r >= end) continue;
-        kept_row.push_back(r - begin);
-        kept_column.push_back(static_cast<SparseIndex>(column));
-        kept_value.push_back(values[static_cast<std::size_t>(k - first)]);
-      }
-    }
+    stream_csc<T>(file, path(), element, info, [&](std::int64_t row, std::size_t column, T value) {
+      if (row < begin || row >= end) return;
+      kept_row.push_back(row - begin);
+      kept_column.push_back(static_cast<SparseIndex>(column));
+      kept_value.push_back(value);
+    });
     out.indptr.assign(static_cast<std::size_t>(out.rows) + 1, 0);
     for (const auto r : kept_row) ++out.indptr[static_cast<std::size_t>(r) + 1];
     for (std::size_t r = 0; r < static_cast<std::size_t>(out.rows); ++r) out.indptr[r + 1] += out.indptr[r];

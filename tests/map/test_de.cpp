@@ -666,6 +666,16 @@ TEST(DeTablesMpi, GatheredTablesEqualOneRankBitForBit) {
   EXPECT_THROW(de_tables(comm, bad, cells.begin, d.samples, d.clusters, options), dist::CollectiveError);
 }
 
+/// This rank's block of n cells when the blocks are uneven: rank 0's is empty
+/// on 2 and 3 ranks, the last rank's the largest.
+std::pair<std::int64_t, std::int64_t> uneven_block(const dist::Comm& comm, std::int64_t n) {
+  const auto boundary = [&](int r) -> std::int64_t {
+    if (r == comm.size()) return n;
+    return r <= 1 ? 0 : n * r / (comm.size() + 1);
+  };
+  return {boundary(comm.rank()), boundary(comm.rank() + 1)};
+}
+
 /// The cells' rows [begin, end) of a one-process matrix, every gene.
 data::HostCsr rows_of(const data::HostCsr& x, std::int64_t begin, std::int64_t end) {
   std::vector<std::int64_t> every_gene(static_cast<std::size_t>(x.cols));
@@ -676,13 +686,9 @@ data::HostCsr rows_of(const data::HostCsr& x, std::int64_t begin, std::int64_t e
 TEST(DeTablesMpi, GeneBlocksHoldTheTransposeOfTheWholeMatrix) {
   const dist::Comm comm;
   const CountsData d = counts_data();
-  // Uneven cell blocks; rank 0's is empty on 2 and 3 ranks.
   const std::int64_t n = d.counts.rows;
-  const auto boundary = [&](int r) -> std::int64_t {
-    if (r == 0 || r == 1) return r == comm.size() ? n : 0;
-    return r == comm.size() ? n : n * r / (comm.size() + 1);
-  };
-  const std::int64_t begin = boundary(comm.rank()), end = boundary(comm.rank() + 1);
+  const auto block_of_rank = uneven_block(comm, n);
+  const std::int64_t begin = block_of_rank.first, end = block_of_rank.second;
   const auto block = data::transpose_to_column_blocks(comm, rows_of(d.counts, begin, end), begin, n);
   const auto whole = data::transpose(d.counts);
   const dist::Block genes = dist::block_of(d.counts.cols, comm.size(), comm.rank());
@@ -787,12 +793,8 @@ TEST(DeTablesMpi, FetchedRowsAreTheWholeMatrixsRows) {
   const dist::Comm comm;
   const CountsData d = counts_data();
   const std::int64_t n = d.counts.rows;
-  // Uneven blocks; rank 0's is empty on 2 and 3 ranks.
-  const auto boundary = [&](int r) -> std::int64_t {
-    if (r == 0 || r == 1) return r == comm.size() ? n : 0;
-    return r == comm.size() ? n : n * r / (comm.size() + 1);
-  };
-  const std::int64_t begin = boundary(comm.rank()), end = boundary(comm.rank() + 1);
+  const auto block_of_rank = uneven_block(comm, n);
+  const std::int64_t begin = block_of_rank.first, end = block_of_rank.second;
   const auto mine = rows_of(d.counts, begin, end);
   // Each rank wants its own ascending selection, rows of every rank among them.
   std::vector<std::int64_t> wanted;
