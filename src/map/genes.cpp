@@ -46,12 +46,16 @@ std::vector<double> gene_totals(const dist::Comm& comm, const data::HostCsr& row
     partial[static_cast<std::size_t>(rows.indices[p])] += static_cast<double>(v);
   }
   dist::ExactSum total(static_cast<std::size_t>(rows.cols));
-  if (exact) {
-    total.add(partial);
-  } else {
-    for (std::size_t p = 0; p < rows.values.size(); ++p)
-      total.add(static_cast<std::size_t>(rows.indices[p]), static_cast<double>(rows.values[p]));
-  }
+  // A count too large for the exact sum (2^116 and up: float holds it) fails on
+  // its own rank: agreed on before the allreduce, so no rank waits in it.
+  comm.phase([&] {
+    if (exact) {
+      total.add(partial);
+    } else {
+      for (std::size_t p = 0; p < rows.values.size(); ++p)
+        total.add(static_cast<std::size_t>(rows.indices[p]), static_cast<double>(rows.values[p]));
+    }
+  });
   return total.allreduce(comm);
 }
 

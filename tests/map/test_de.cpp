@@ -787,6 +787,14 @@ TEST(GeneTotalsMpi, SameBitsForAnySplitOfTheCells) {
   }
   EXPECT_EQ(whole[0], static_cast<double>(exact[0]));
   EXPECT_EQ(whole[1], static_cast<double>(exact[1]));
+  // A count too large for the exact sum, on rank 0's cells only: every rank
+  // throws the agreed error (none waits in the allreduce).
+  auto huge = rows_of(x, cells.begin, cells.end);
+  if (comm.rank() == 0) {
+    ASSERT_FALSE(huge.values.empty());
+    huge.values[0] = 1e38f;
+  }
+  EXPECT_THROW(gene_totals(comm, huge), dist::CollectiveError);
 }
 
 TEST(DeTablesMpi, FetchedRowsAreTheWholeMatrixsRows) {
