@@ -15,6 +15,9 @@ if(NOT CMAKE_CXX_COMPILER MATCHES "smpicxx")
     "(it is ${CMAKE_CXX_COMPILER})")
 endif()
 set(KOTML_SMPI ON)
+# include/kotml/core/simulation.hpp: sampled compute blocks and folded buffers
+# exist in this build only (perf/scaling/smpi/smpi_sampling.cpp).
+add_compile_definitions(KOTML_SMPI)
 
 # The configure-time Kokkos View probe runs its program: smpicxx makes a shared
 # object of it, which cannot run outside smpirun.
@@ -38,7 +41,8 @@ function(_kotml_smpi_attach_clock)
   if(NOT TARGET kotml)
     message(FATAL_ERROR "KotmlSmpi.cmake: no target kotml to attach the simulated clock to")
   endif()
-  target_sources(kotml PRIVATE ${PROJECT_SOURCE_DIR}/perf/scaling/smpi/smpi_clock.cpp)
+  target_sources(kotml PRIVATE ${PROJECT_SOURCE_DIR}/perf/scaling/smpi/smpi_clock.cpp
+                               ${PROJECT_SOURCE_DIR}/perf/scaling/smpi/smpi_sampling.cpp)
   foreach(_symbol ${_kotml_smpi_wrapped})
     target_link_options(kotml PRIVATE "LINKER:--wrap=${_symbol}")
   endforeach()
@@ -52,6 +56,15 @@ function(_kotml_smpi_attach_clock)
     COMMAND sh -c "rm -rf '${_smoke}' && exec '${PROJECT_SOURCE_DIR}/perf/scaling/smpi_run.sh' --ranks 4 --platform '${PROJECT_SOURCE_DIR}/perf/scaling/platforms/fat_tree_ib_hdr100_1152.xml' --host-speed 1Gf --kotml '$<TARGET_FILE:kotml>' --json '${_smoke}.json' --log /dev/stderr -- train --builtin toy2d --n-cells 50 --epochs 2 --out '${_smoke}'")
   set_tests_properties(smpi_train_toy2d_4_ranks PROPERTIES
     PASS_REGULAR_EXPRESSION "kotml train: time per phase over 4 rank"
+    FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed"
+    TIMEOUT 300)
+
+  # Sampled iterations and folded buffers (include/kotml/core/simulation.hpp): the replayed
+  # iterations of a map on 4 ranks must repeat the recorded one exactly.
+  add_test(NAME smpi_map_sampled_replay_4_ranks
+    COMMAND "${PROJECT_SOURCE_DIR}/perf/scaling/smpi/test_map_replay.sh" "$<TARGET_FILE:kotml>" "${PROJECT_SOURCE_DIR}"
+            "${CMAKE_BINARY_DIR}/smpi_map")
+  set_tests_properties(smpi_map_sampled_replay_4_ranks PROPERTIES
     FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed"
     TIMEOUT 300)
 endfunction()

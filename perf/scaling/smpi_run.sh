@@ -11,6 +11,14 @@
 #                      simulated time and kotml's timers (the `timers.json` of the command)
 #   --log FILE         kotml's and SMPI's output (default: FILE.json's name with .log, or stderr)
 #   --kotml PATH       the SMPI build of kotml (default build/smpi/src/kotml; `cmake --preset smpi`)
+#   --samples N        sample kotml's compute blocks (include/kotml/core/simulation.hpp): each
+#                      runs for real its first N times per rank (or, for folded outputs, over all
+#                      ranks), then its mean time is charged without running it. For problems
+#                      whose compute would take hours here; the outputs are then not the answer
+#   --fold             fold the buffers that every rank holds alike or that only feed sampled
+#                      blocks (the reference's features, y's packed copy, stored costs, K̃):
+#                      every rank's allocation at one site maps the same memory
+#                      (smpi/shared-malloc:local), so P ranks hold one copy
 #   --cfg KEY:VALUE    one more SimGrid option (repeatable; it wins over the script's), e.g.
 #                      --cfg smpi/coll-selector:mpich
 #
@@ -29,7 +37,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-ranks="" platform="" host_speed="" json="" log="" kotml="$root/build/smpi/src/kotml"
+ranks="" platform="" host_speed="" json="" log="" kotml="$root/build/smpi/src/kotml" samples=0 fold=0
 extra_cfg=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "smpi_run.sh: $*" >&2; exit 2; }
@@ -42,6 +50,8 @@ while [ $# -gt 0 ]; do
     --log) log=${2:?}; shift 2 ;;
     --kotml) kotml=${2:?}; shift 2 ;;
     --cfg) extra_cfg+=("--cfg=${2:?}"); shift 2 ;;
+    --samples) samples=${2:?}; shift 2 ;;
+    --fold) fold=1; shift ;;
     -h|--help) usage ;;
     --) shift; break ;;
     *) die "unknown option '$1' (kotml's arguments go after --)" ;;
@@ -50,6 +60,7 @@ done
 [ -n "$ranks" ] && [ -n "$platform" ] && [ -n "$host_speed" ] || usage
 [ $# -gt 0 ] || die "no kotml arguments after --"
 [[ "$ranks" =~ ^[1-9][0-9]*$ ]] || die "--ranks: a positive integer, not '$ranks'"
+[[ "$samples" =~ ^[0-9]+$ ]] || die "--samples: a count of runs, not '$samples'"
 [ -f "$platform" ] || die "no platform file $platform"
 [ -f "$kotml" ] || die "no SMPI build of kotml at $kotml: cmake --preset smpi && cmake --build --preset smpi"
 command -v smpirun >/dev/null || die "smpirun not found: apt-get install -y libsimgrid-dev simgrid"
@@ -124,24 +135,26 @@ cmd=(smpirun -np "$ranks" -platform "$platform" -hostfile "$scratch/hostfile"
      "--cfg=smpi/privatization:dlopen"
      "--cfg=smpi/privatize-libs:$privatize"
      "--cfg=smpi/display-timing:yes"
-     "${colls[@]}"
-     "${extra_cfg[@]}"
+     "${colls[@]}")
+[ "$fold" = 1 ] && cmd+=("--cfg=smpi/shared-malloc:local")
+cmd+=("${extra_cfg[@]}"
      "$kotml" "${args[@]}")
 start=$(date +%s.%N)
 status=0
 # One BLAS thread (kotml also asks OpenBLAS for one): the simulated ranks take turns on one core.
 # smpirun puts the per-rank copies of kotml and of the privatised libraries in $TMPDIR (and
 # finds them there through LD_LIBRARY_PATH): the scratch folder, removed at the end.
-TMPDIR="$scratch" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "${cmd[@]}" >"$logfile" 2>&1 || status=$?
+TMPDIR="$scratch" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 KOTML_SMPI_SAMPLES="$samples" KOTML_SMPI_FOLD="$fold" \
+  "${cmd[@]}" >"$logfile" 2>&1 || status=$?
 end=$(date +%s.%N)
 [ "$log" = /dev/stderr ] && cat "$logfile" >&2
 
 if [ -n "$json" ]; then
   python3 - "$json" "$logfile" "$timers" "$status" "$ranks" "$platform" "$host_speed" "$start" "$end" \
-    "$privatize" "${cmd[@]}" <<'EOF'
+    "$privatize" "$samples" "$fold" "${cmd[@]}" <<'EOF'
 import json, re, sys
-out, logfile, timers_path, status, ranks, platform, host_speed, start, end, privatize = sys.argv[1:11]
-cmd = sys.argv[11:]
+out, logfile, timers_path, status, ranks, platform, host_speed, start, end, privatize, samples, fold = sys.argv[1:13]
+cmd = sys.argv[13:]
 text = open(logfile, errors="replace").read()
 def number(pattern):
     m = re.search(pattern, text)
@@ -153,6 +166,8 @@ record = {
     "host_speed": host_speed,
     "privatize_libs": privatize.split(";"),
     "command": cmd,
+    "sampled_runs": int(samples),  # 0: every compute block ran
+    "folded": fold == "1",
     "exit_status": int(status),
     # SMPI's smpi/display-timing lines
     "simulated_time_s": number(r"Simulated time: ([0-9.eE+-]+) seconds"),

@@ -103,8 +103,12 @@ def kotml_arguments(args, kotml, size, inputs, run):
         reference = simulate_cohort(kotml, inputs / f"reference_{size}.h5ad", donors, args.cells_per_donor, 3)
         sides = ["--query-label-col", "cell_type", "--ref-label-col", "cell_type", "--query-sample-col", "sample",
                  "--ref-sample-col", "sample"]
+        memory = ["--cost-memory", args.cost_memory] if args.cost_memory else []
+        if args.cost_storage:
+            memory += ["--cost-storage", args.cost_storage]
+        fixed = ["--threshold", "0"] if args.fixed_iterations else []
         return ["map", str(query), str(reference), "--out", str(run), *sides, "--n-top-genes", "200",
-                "--max-iter", str(args.iterations)], run / "timers.json"
+                "--max-iter", str(args.iterations), *fixed, *memory], run / "timers.json"
     points = point_file(inputs / f"points_{args.command}_{size}.h5", size, args.dims, args.command == "gw")
     if args.command == "apsp":
         return ["apsp", str(points), "--dataset", "x", "--k", "10", "-o", str(run.with_suffix(".h5")),
@@ -119,8 +123,11 @@ def kotml_arguments(args, kotml, size, inputs, run):
 
 def launcher_argv(args, ranks, kotml_args):
     if args.launcher == "smpi":
+        sampling = ["--samples", str(args.smpi_samples)] if args.smpi_samples else []
+        if args.smpi_fold:
+            sampling.append("--fold")
         return [str(ROOT / "perf" / "scaling" / "smpi_run.sh"), "--ranks", str(ranks), "--platform", args.platform,
-                "--host-speed", args.host_speed, "--", *kotml_args]
+                "--host-speed", args.host_speed, *sampling, "--", *kotml_args]
     return [args.mpirun, "-np", str(ranks), "--oversubscribe", "--quiet", args.kotml, *kotml_args]
 
 
@@ -142,11 +149,24 @@ def parse_arguments(argv):
     p.add_argument("--cells-per-donor", type=int, default=100)
     p.add_argument("--dims", type=int, default=16, help="apsp, ot: coordinates per point")
     p.add_argument("--repeats", type=int, default=1, help="runs per rank count (the fastest is kept)")
+    p.add_argument("--cost-memory", default="", help="map: kotml's --cost-memory per rank (default: kotml's own)")
+    p.add_argument("--cost-storage", choices=["automatic", "stored", "online"],
+                   help="map: kotml's --cost-storage (default: kotml's own, automatic)")
+    p.add_argument("--smpi-samples", type=int, default=0,
+                   help="smpi: sampled compute blocks, N real runs each (smpi_run.sh --samples)")
+    p.add_argument("--smpi-fold", action="store_true", help="smpi: folded buffers (smpi_run.sh --fold)")
+    p.add_argument("--fixed-iterations", action="store_true",
+                   help="map: run all --iterations (--threshold 0); needed with --smpi-samples, where the "
+                        "skipped sweeps leave the marginal error as it was and convergence cannot be seen")
     args = p.parse_args(argv)
     if (args.kind == "strong") != (args.size is not None) or (args.kind == "weak") != (args.per_rank is not None):
         p.error("strong studies take --size, weak ones --per-rank")
     if args.launcher == "smpi" and not (args.platform and args.host_speed):
         p.error("--launcher smpi needs --platform and --host-speed")
+    if args.launcher != "smpi" and (args.smpi_samples or args.smpi_fold):
+        p.error("--smpi-samples and --smpi-fold are for --launcher smpi")
+    if args.smpi_samples and args.command == "map" and not args.fixed_iterations:
+        p.error("--smpi-samples needs --fixed-iterations for map (sampled sweeps cannot converge)")
     args.ranks = [int(r) for r in args.ranks.split(",")]
     args.kotml = os.path.abspath(args.kotml)
     return args
@@ -177,6 +197,8 @@ def main(argv):
             "study": args.out.name, "command": args.command, "kind": args.kind, "ranks": ranks,
             "unit": UNITS[args.command], "size": size, "per_rank": args.per_rank,
             "launcher": args.launcher, "platform": args.platform, "host_speed": args.host_speed,
+            "smpi_samples": args.smpi_samples, "smpi_fold": args.smpi_fold,
+            "fixed_iterations": args.fixed_iterations, "cost_storage": args.cost_storage,
             "wall_seconds": wall, "timers": timers, "argv": argv, "machine": describe_machine(),
         }
         (args.out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")

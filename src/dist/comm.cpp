@@ -129,6 +129,12 @@ Comm::Comm(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_size(comm_, &size_);
 }
 
+bool Comm::spans_world() const {
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  return world == size_;
+}
+
 void Comm::barrier() const { MPI_Barrier(comm_); }
 
 void Comm::agree(const std::optional<Error>& local_failure) const {

@@ -122,6 +122,23 @@ Matrix<T> device_matrix(const std::vector<float>& values, std::int64_t rows, std
   return m;
 }
 
+/// The reference's features as the solver's points: the gathered features
+/// themselves when they are float in host memory (the solver packs its own
+/// copy, so they live only until it is built), a converted copy otherwise.
+template <class T>
+Matrix<T> reference_points(const MapFeatures& features, std::int64_t rows) {
+  const auto& values = features.reference.view;
+  if constexpr (std::is_same<T, float>::value && device_is_host) {
+    return Matrix<T>(values.data(), rows, features.dim);
+  } else {
+    Matrix<T> m(no_init("kotml::map::reference_features"), rows, features.dim);
+    auto host = Kokkos::create_mirror_view(m);
+    for (std::size_t k = 0; k < values.extent(0); ++k) host.data()[k] = static_cast<T>(values(k));
+    Kokkos::deep_copy(m, host);
+    return m;
+  }
+}
+
 template <class V>
 Vector<V> device_vector(const std::vector<V>& values, const char* label) {
   Vector<V> v(no_init(label), values.size());
@@ -232,15 +249,15 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
 
   const auto m = reference.n_cells();
   const auto x = device_matrix<T>(features.query, rows.count, features.dim, "kotml::map::query_features");
-  const auto y = device_matrix<T>(features.reference, m, features.dim, "kotml::map::reference_features");
   const auto a_local = device_vector(local_slice(result.a, rows), "kotml::map::a");
   const auto b = device_vector(result.b, "kotml::map::b");
   const auto x_labels = device_vector(local_slice(query.clusters.codes, rows), "kotml::map::query_labels");
   const auto y_labels = device_vector(reference.clusters.codes, "kotml::map::reference_labels");
-  features = MapFeatures{};
 
   timed.emplace("solve");
-  ot::TiledSinkhorn<T> solver(comm, rows, {x, a_local, x_labels}, {y, b, y_labels}, cost, options.sinkhorn);
+  ot::TiledSinkhorn<T> solver(comm, rows, {x, a_local, x_labels}, {reference_points<T>(features, m), b, y_labels},
+                              cost, options.sinkhorn);
+  features = MapFeatures{};  // the solver packed its own copy of the reference's
   auto start = std::chrono::steady_clock::now();
   result.report = solver.solve();
   result.seconds_solve = seconds_since(start);
@@ -446,9 +463,15 @@ MapFeatures map_features(const dist::Comm& comm, const MapInput& query, const Ma
     f.dim = query_dim;
   });
   // Outside the phase: a rank whose block failed has already thrown with all.
-  f.reference.resize(static_cast<std::size_t>(reference.n_cells() * f.dim));
-  comm.allgatherv(reference_block.data(), static_cast<std::int64_t>(reference_block.size()), f.reference.data(),
-                  static_cast<std::int64_t>(f.reference.size()));
+  f.reference = sim::folded<float, HostSpace>("kotml::map::reference_features",
+                                              static_cast<std::size_t>(reference.n_cells() * f.dim),
+                                              comm.spans_world());
+  // Folded (a simulated run), the gather moves no bytes into it: each rank
+  // writes its own block, and the gather's return means every rank has.
+  if (f.reference.memory)
+    std::copy(reference_block.begin(), reference_block.end(), f.reference.view.data() + own_reference.begin * f.dim);
+  comm.allgatherv(reference_block.data(), static_cast<std::int64_t>(reference_block.size()), f.reference.view.data(),
+                  static_cast<std::int64_t>(f.reference.view.extent(0)));
   return f;
 }
 

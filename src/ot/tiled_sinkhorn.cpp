@@ -6,14 +6,17 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/region.hpp"
+#include "kotml/core/simulation.hpp"
 #include "kotml/dist/exact_sum.hpp"
 #include "tiled_scaling.hpp"
 #include "tiled_sweeps.hpp"
@@ -161,17 +164,24 @@ Vector<T> point_norms(const Matrix<const T>& points, Cost kind, std::int64_t pad
   return norms;
 }
 
-/// y in column tiles, each k-major, zero past m.
+/// y in column tiles, each k-major, zero past m. Every rank of the solve
+/// holds the same y; when they are every process of the run (`everywhere`:
+/// the world's solve of `kotml ot` or `kotml map`, one at a time, never the
+/// per-pair engines on one rank), a simulated run may fold the copy
+/// (core/simulation.hpp).
 template <class T>
-Vector<T> pack_columns(const Matrix<const T>& y, std::int64_t col_tiles) {
+sim::Folded<T> pack_columns(const Matrix<const T>& y, std::int64_t col_tiles, bool everywhere) {
   const std::int64_t m = y.extent(0), dim = y.extent(1);
-  Vector<T> packed("kotml::ot::tiled_y_packed", col_tiles * dim * tile_cols);
+  auto folded =
+      sim::folded<T>("kotml::ot::tiled_y_packed", static_cast<std::size_t>(col_tiles * dim * tile_cols), everywhere);
+  const Vector<T> packed = folded.view;
+  Kokkos::deep_copy(packed, T(0));
   Kokkos::parallel_for(
       "kotml::ot::tiled_pack_y", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(const std::int64_t j) {
         const std::int64_t J = j / tile_cols, c = j % tile_cols;
         for (std::int64_t k = 0; k < dim; ++k) packed((J * dim + k) * tile_cols + c) = y(j, k);
       });
-  return packed;
+  return folded;
 }
 
 /// The largest squared norm of a point set's rows (double), 0 when empty.
@@ -246,6 +256,9 @@ struct TiledSinkhorn<T>::Impl {
   TiledSinkhornOptions options;
   Data data;
   Vector<T> stored;
+  // What keeps y's packed copy alive when a simulated run folds it
+  // (core/simulation.hpp); empty otherwise.
+  std::shared_ptr<void> y_packed_memory;
   std::size_t stored_bytes = 0, budget = 0;
   bool storing = false;  // the costs are stored (on every rank alike)
 
@@ -389,8 +402,12 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_rows(double eps, bool cost_sums) {
     const auto sweep = row_sweep(eps, cost_sums);
-    Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
-    Kokkos::fence();
+    const std::string site = std::string("kotml::ot::tiled_rows") + (cost_sums ? ":cost_sums" : "") +
+                             (sweep.guessed() ? ":guessed" : "");
+    sim::compute(site, [&] {
+      Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
+      Kokkos::fence();
+    }, lse_row, redone);
     ++sweeps;
     row_sweep_done(sweep);
   }
@@ -412,10 +429,12 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_columns(double eps, bool max_mode) {
     detail::ColumnSweep<T> sweep{data, u, static_cast<T>(1.0 / eps), shift, top, limbs, max_mode};
-    if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
-    Kokkos::parallel_for("kotml::ot::tiled_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
-                         sweep);
-    Kokkos::fence();
+    sim::compute(max_mode ? "kotml::ot::tiled_columns:max" : "kotml::ot::tiled_columns", [&] {
+      if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
+      Kokkos::parallel_for("kotml::ot::tiled_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
+                           sweep);
+      Kokkos::fence();
+    }, top, limbs);
     ++sweeps;
   }
 
@@ -572,13 +591,16 @@ struct TiledSinkhorn<T>::Impl {
     ProfilingRegion region("kotml::ot::tiled_joint_update");
     scale_cols(g, eps);
     set_shifts_from(col_lse);
-    start_slots();
     const detail::JointSweep<T> sweep{row_sweep(eps, false), joint.log_a, eps,       options.tau_a,
                                       joint.f,               u,           shift,     joint.strips,
                                       joint.slots_state};
-    Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
-    Kokkos::fence();
-    detail::sum_slot_limbs(joint.slots_state, limbs);
+    sim::compute(sweep.row_part.guessed() ? "kotml::ot::tiled_joint:guessed" : "kotml::ot::tiled_joint", [&] {
+      start_slots();
+      Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
+      Kokkos::fence();
+      detail::sum_slot_limbs(joint.slots_state, limbs);
+      Kokkos::fence();
+    }, limbs, lse_row, joint.f, redone);
     ++sweeps;
     ++joint.passes;
     row_sweep_done(sweep.row_part);
@@ -594,10 +616,12 @@ struct TiledSinkhorn<T>::Impl {
     scale_cols(g, eps);
     if (!have_shift) exact_shifts(eps);
     else set_shifts_from(col_lse);
-    Kokkos::deep_copy(limbs, std::int64_t(0));
     const detail::BothSweep<T> sweep{row_sweep(eps, false), u, shift, limbs};
-    Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
-    Kokkos::fence();
+    sim::compute(sweep.row_part.guessed() ? "kotml::ot::tiled_both:guessed" : "kotml::ot::tiled_both", [&] {
+      Kokkos::deep_copy(limbs, std::int64_t(0));
+      Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
+      Kokkos::fence();
+    }, limbs, lse_row, redone);
     ++sweeps;
     row_sweep_done(sweep.row_part);
     rows_out = local_rows_of(lse_row);
@@ -629,13 +653,21 @@ struct TiledSinkhorn<T>::Impl {
     detail::copy_to(view, host);
   }
 
-  void launch_kernel(double eps, bool selected_only) {
+  /// K̃ for every row, or for the `picked` rows flagged in sc.selected.
+  void launch_kernel(double eps, bool selected_only, std::int64_t picked = 0) {
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
                                  selected_only ? Kokkos::View<const std::int32_t*, MemSpace>(sc.selected)
                                                : Kokkos::View<const std::int32_t*, MemSpace>(),
                                  {}};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_kernel", detail::tile_policy(data.row_tiles, 0), sweep);
-    Kokkos::fence();
+    // A few rows' work is sampled by the order of their count.
+    const std::string site =
+        selected_only ? "kotml::ot::tiled_scaling_kernel:rows_2^" +
+                            std::to_string(std::ilogb(static_cast<double>(std::max<std::int64_t>(picked, 1))))
+                      : std::string("kotml::ot::tiled_scaling_kernel");
+    sim::compute(site, [&] {
+      Kokkos::parallel_for("kotml::ot::tiled_scaling_kernel", detail::tile_policy(data.row_tiles, 0), sweep);
+      Kokkos::fence();
+    });
     ++sweeps;
   }
 
@@ -649,9 +681,11 @@ struct TiledSinkhorn<T>::Impl {
       if (b[k] > 0 && std::isfinite(g[k])) sc.g_bar[k] = g[k];
     round_and_upload(sc.g_bar, sc.g_bar_d);
     detail::RowRangeSweep<T> ranges{data, sc.g_bar_d, sc.low, sc.span};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_ranges", detail::tile_policy(data.row_tiles, ranges.scratch_bytes()),
-                         ranges);
-    Kokkos::fence();
+    sim::compute("kotml::ot::tiled_scaling_ranges", [&] {
+      Kokkos::parallel_for("kotml::ot::tiled_scaling_ranges",
+                           detail::tile_policy(data.row_tiles, ranges.scratch_bytes()), ranges);
+      Kokkos::fence();
+    }, sc.low, sc.span);
     ++sweeps;
     const auto low = local_rows_of(sc.low);
     const bool choosing = !sc.decided && options.domain == SinkhornDomain::automatic;
@@ -764,9 +798,11 @@ struct TiledSinkhorn<T>::Impl {
     ProfilingRegion region("kotml::ot::tiled_scaling_row_update");
     upload_column_scalings(eps);
     detail::ScalingRowSweep<T> sweep{data, sc.kernel, sc.beta, lse_row};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
-                         sweep);
-    Kokkos::fence();
+    sim::compute("kotml::ot::tiled_scaling_rows", [&] {
+      Kokkos::parallel_for("kotml::ot::tiled_scaling_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
+                           sweep);
+      Kokkos::fence();
+    }, lse_row);
     ++sweeps;
     return rows_from_sums(eps, lse);
   }
@@ -813,8 +849,12 @@ struct TiledSinkhorn<T>::Impl {
                                                  columns.size());
     detail::copy_to(listed, columns);
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), {}, listed};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_absorb_columns", detail::tile_policy(data.row_tiles, 0), sweep);
-    Kokkos::fence();
+    const std::string site = "kotml::ot::tiled_scaling_absorb_columns:2^" +
+                             std::to_string(std::ilogb(static_cast<double>(std::max<std::size_t>(columns.size(), 1))));
+    sim::compute(site, [&] {
+      Kokkos::parallel_for("kotml::ot::tiled_scaling_absorb_columns", detail::tile_policy(data.row_tiles, 0), sweep);
+      Kokkos::fence();
+    });
     sc.columns_absorbed += static_cast<std::int64_t>(columns.size());
     if (log::verbose())
       log::info("sinkhorn: " + std::to_string(columns.size()) + " columns of K̃ absorbed");
@@ -858,16 +898,19 @@ struct TiledSinkhorn<T>::Impl {
     if (picked == 0) return;
     round_and_upload(sc.f_bar, sc.f_bar_d);
     detail::copy_to(sc.selected, pick);
-    launch_kernel(eps, true);
+    launch_kernel(eps, true, picked);
     sc.absorbed += picked;
   }
 
   void launch_scaling_columns(bool max_mode) {
     detail::ScalingColumnSweep<T> sweep{data, sc.kernel, sc.alpha, sc.scale, top, limbs, max_mode};
-    if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_columns",
-                         detail::tile_policy(data.col_tiles, sweep.scratch_bytes()), sweep);
-    Kokkos::fence();
+    const char* site = max_mode ? "kotml::ot::tiled_scaling_columns:max" : "kotml::ot::tiled_scaling_columns";
+    sim::compute(site, [&] {
+      if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
+      Kokkos::parallel_for("kotml::ot::tiled_scaling_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
+                           sweep);
+      Kokkos::fence();
+    }, top, limbs);
     ++sweeps;
   }
 
@@ -947,15 +990,18 @@ struct TiledSinkhorn<T>::Impl {
     upload_column_scalings(eps);
     const bool scaled = sc.have_exp;  // a rebuilt K̃ has no exponents yet: the maxima decide
     if (scaled) set_column_scales();
-    start_slots();
     const detail::ScalingJointSweep<T> sweep{
         {data, sc.kernel, sc.beta, lse_row},
         {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected, {}},
         sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, joint.slots_state};
-    Kokkos::parallel_for("kotml::ot::tiled_scaling_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()),
-                         sweep);
-    Kokkos::fence();
-    detail::sum_slot_limbs(joint.slots_state, limbs);
+    sim::compute(scaled ? "kotml::ot::tiled_scaling_joint" : "kotml::ot::tiled_scaling_joint:maxima", [&] {
+      start_slots();
+      Kokkos::parallel_for("kotml::ot::tiled_scaling_joint",
+                           detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
+      Kokkos::fence();
+      detail::sum_slot_limbs(joint.slots_state, limbs);
+      Kokkos::fence();
+    }, limbs, lse_row, joint.f, sc.alpha, sc.f_bar_d, sc.selected);
     ++sweeps;
     ++joint.passes;
     // The rows, as scaling_rows: lse from R and the f̄ they were summed with
@@ -1046,6 +1092,15 @@ struct TiledSinkhorn<T>::Impl {
 
   // -------------------------------------------------------------- solve
 
+  /// The solver's state as `saved` holds it (a sampled simulated run's
+  /// replay): its host values and which buffers it uses, not their contents;
+  /// the counts of work done go on counting.
+  void restore_state(const Impl& saved) {
+    const auto counts = std::make_tuple(sweeps, retries, sc.builds, sc.absorbed, sc.columns_absorbed, joint.passes);
+    *this = saved;
+    std::tie(sweeps, retries, sc.builds, sc.absorbed, sc.columns_absorbed, joint.passes) = counts;
+  }
+
   TiledSinkhornReport solve() {
     ProfilingRegion region("kotml::ot::tiled_sinkhorn");
     Kokkos::Timer timer;
@@ -1070,8 +1125,15 @@ struct TiledSinkhorn<T>::Impl {
     log::Progress progress("sinkhorn", limit, "it");
     std::string progress_detail;
     double progress_eta = log::Progress::eta_unknown;
+    sim::Replay replay;  // a sampled simulated run only (core/simulation.hpp)
+    std::optional<Impl> before_recorded;
     for (int it = 0; it < limit; ++it) {
       progress.update(it, progress_detail, progress_eta);
+      switch (replay.begin(it)) {
+        case sim::Replay::Step::record: sim::Replay::uncharged([&] { before_recorded.emplace(*this); }); break;
+        case sim::Replay::Step::replay: sim::Replay::uncharged([&] { restore_state(*before_recorded); }); break;
+        case sim::Replay::Step::real: break;
+      }
       const double eps = eps_at(it);
       bool joint_made = false;
       if (symmetric) {
@@ -1277,7 +1339,11 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   d.x = n_local > 0 ? x.points : Matrix<const T>(Matrix<T>("kotml::ot::tiled_no_rows", 0, dim));
   if (!x.points.span_is_contiguous() && n_local > 0)
     throw std::logic_error("tiled Sinkhorn: x must be contiguous");
-  d.y_packed = detail::pack_columns<T>(y.points, d.col_tiles);
+  {
+    auto packed = detail::pack_columns<T>(y.points, d.col_tiles, comm.size() > 1 && comm.spans_world());
+    d.y_packed = packed.view;
+    s.y_packed_memory = packed.memory;
+  }
   if (cost.kind != Cost::euclidean) {
     d.x_norm = detail::point_norms<T>(d.x, cost.kind, s.padded_rows(), "kotml::ot::tiled_x_norms");
     d.y_norm = detail::point_norms<T>(y.points, cost.kind, s.padded_cols(), "kotml::ot::tiled_y_norms");

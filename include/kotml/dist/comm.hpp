@@ -61,6 +61,8 @@ class Comm {
   int size() const { return size_; }
   bool is_root() const { return rank_ == 0; }
   MPI_Comm raw() const { return comm_; }
+  /// Whether every process of the run is in this communicator.
+  bool spans_world() const;
 
   void barrier() const;
 

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "kotml/core/simulation.hpp"
 #include "kotml/data/sparse.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/dist/partition.hpp"
@@ -127,8 +128,10 @@ DeResults marker_input(const DeTables& tables);
 
 struct MapFeatures {
   std::int64_t dim = 0;
-  std::vector<float> query;      // this rank's query rows × dim
-  std::vector<float> reference;  // every reference row × dim
+  std::vector<float> query;  // this rank's query rows × dim
+  // Every reference row × dim, row-major: the same on every rank, so that a
+  // simulated run may fold it (core/simulation.hpp).
+  sim::Folded<float, HostSpace> reference;
 };
 
 /// Collective. The query's features for this rank's rows; the reference's for

@@ -1,0 +1,131 @@
+// Sampled compute blocks and folded buffers (include/kotml/core/simulation.hpp),
+// in the `smpi` build only (cmake/KotmlSmpi.cmake compiles it into kotml).
+//
+// A Replay marks the rank's solve as sampling; compute() then tags each block
+// by its site, the solve and its place in the iteration. SMPI_SAMPLE_LOCAL_TAG
+// keys a block by this file, the tag, the line and the rank: the recorded
+// iteration's run of a block is its one timed trip (N = 1 below), and every
+// later trip with the same key (the same block at the same place of a replayed
+// iteration) is skipped and charged that time, its kept outputs copied back.
+// A block that a replay reaches first (the error check of a block of inner
+// iterations, say) runs once for real and is replayed after. The globals are
+// per rank: smpirun loads a copy of kotml per rank (smpi/privatization:dlopen).
+
+#include "kotml/core/simulation.hpp"
+
+#include <smpi/smpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#ifndef SMPI_HELPERS_H
+#error "smpi_sampling.cpp is for the smpi preset: build with smpicxx"
+#endif
+
+namespace kotml::sim {
+namespace {
+
+int parse_runs() {
+  const char* text = std::getenv("KOTML_SMPI_SAMPLES");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  return end != nullptr && *end == '\0' && value > 0 && value < 1000000 ? static_cast<int>(value) : 0;
+}
+
+bool parse_fold() {
+  const char* text = std::getenv("KOTML_SMPI_FOLD");
+  return text != nullptr && std::string(text) == "1";
+}
+
+struct ReplayState {
+  bool on = false;
+  Replay::Step step = Replay::Step::real;
+  long solve = 0;
+  long ordinal = 0;
+};
+ReplayState state;
+long solves = 0;
+// The outputs of each block's timed run, by its tag.
+std::unordered_map<std::string, std::vector<std::vector<char>>> kept;
+
+}  // namespace
+
+int sample_runs() {
+  static const int runs = parse_runs();
+  return runs;
+}
+
+bool folding() {
+  static const bool fold = parse_fold();
+  return fold;
+}
+
+bool sampling_blocks() { return state.on && state.step != Replay::Step::real; }
+
+void sampled_block(const std::string& site, const std::function<void()>& body, std::vector<Bytes> outputs) {
+  // SMPI copies the tag and the line into a 132-byte key.
+  const std::string tag =
+      site.substr(0, 90) + "#" + std::to_string(state.solve) + "." + std::to_string(state.ordinal++);
+  const char* key = tag.c_str();
+  bool ran = false;
+  SMPI_SAMPLE_LOCAL_TAG(int trip = 0, trip < 1, ++trip, 1, -1.0, key) {
+    body();
+    ran = true;
+  }
+  charge_nothing_for([&] {
+    auto& copies = kept[tag];
+    if (ran) {
+      copies.assign(outputs.size(), {});
+      for (std::size_t k = 0; k < outputs.size(); ++k) {
+        const char* from = static_cast<const char*>(outputs[k].data);
+        copies[k].assign(from, from + outputs[k].size);
+      }
+    } else {
+      for (std::size_t k = 0; k < outputs.size() && k < copies.size(); ++k)
+        if (!copies[k].empty())
+          std::memcpy(outputs[k].data, copies[k].data(), std::min(outputs[k].size, copies[k].size()));
+    }
+  });
+}
+
+void charge_nothing_for(const std::function<void()>& body) {
+  smpi_bench_end();  // charges what ran so far
+  body();
+  smpi_bench_begin();
+}
+
+Replay::Replay() {
+  if (sample_runs() > 0 && !state.on) {
+    active_ = true;
+    state = ReplayState{true, Step::real, ++solves, 0};
+  }
+}
+
+Replay::~Replay() {
+  if (!active_) return;
+  state = ReplayState{};
+  kept.clear();
+}
+
+Replay::Step Replay::begin(int iteration) {
+  if (!active_) return Step::real;
+  const int real = sample_runs();
+  state.ordinal = 0;
+  state.step = iteration < real ? Step::real : iteration == real ? Step::record : Step::replay;
+  return state.step;
+}
+
+void* folded_allocation(std::size_t bytes, const char* site) {
+  // smpi/shared-malloc:local keys the memory by (file, line): the site's name
+  // and 0 here. A size of 0 is a plain allocation in SMPI.
+  return smpi_shared_malloc(bytes == 0 ? 1 : bytes, site, 0);
+}
+
+void release_folded(void* memory) { smpi_shared_free(memory); }
+
+}  // namespace kotml::sim

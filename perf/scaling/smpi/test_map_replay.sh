@@ -1,0 +1,26 @@
+#!/bin/sh
+# ctest smpi_map_sampled_replay_4_ranks (cmake/KotmlSmpi.cmake): a map of two
+# simulated cohorts on 4 simulated ranks with sampling and folding
+# (include/kotml/core/simulation.hpp). Iteration 0 runs for real, iteration 1
+# is recorded, and the other 28 replay it; the error checks after iterations
+# 10, 20 and 30 are all replays, so they must print one and the same finite
+# error: a replay that drifted from the recorded iteration would not.
+#
+#   test_map_replay.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
+set -eu
+kotml=$1 source=$2 work=$3
+run="$source/perf/scaling/smpi_run.sh --platform $source/perf/scaling/platforms/fat_tree_ib_hdr100_1152.xml --host-speed 1Gf --kotml $kotml"
+rm -rf "$work" && mkdir -p "$work"
+cohort="simulate --kind scrna --donors-per-class 3 --cells-per-donor 60 --n-genes 120 --quiet"
+$run --ranks 1 --log "$work/q.log" -- $cohort --seed 2 -o "$work/q.h5ad"
+$run --ranks 1 --log "$work/r.log" -- $cohort --seed 3 -o "$work/r.h5ad"
+$run --ranks 4 --samples 1 --fold --json "$work/run.json" --log "$work/map.log" -- map "$work/q.h5ad" "$work/r.h5ad" \
+  --out "$work/out" --query-label-col cell_type --ref-label-col cell_type --query-sample-col sample \
+  --ref-sample-col sample --n-top-genes 50 --max-iter 30 --threshold 0 --cost-storage stored --verbose
+cat "$work/map.log"
+grep -q "kotml map: time per phase over 4 rank" "$work/map.log" || { echo "FAIL: no phase table"; exit 1; }
+errors=$(sed -n 's/.*sinkhorn: iteration [123]0, error \([^ ]*\)$/\1/p' "$work/map.log")
+[ "$(echo "$errors" | wc -l)" -eq 3 ] || { echo "FAIL: expected 3 error checks, got: $errors"; exit 1; }
+[ "$(echo "$errors" | sort -u | wc -l)" -eq 1 ] || { echo "FAIL: the replays' errors differ: $errors"; exit 1; }
+case "$errors" in *nan*|*inf*) echo "FAIL: non-finite error $errors"; exit 1 ;; esac
+echo "replayed error checks: $(echo "$errors" | head -1) (3 alike)"
