@@ -4,7 +4,7 @@
 // The `smpi` build (cmake/KotmlSmpi.cmake) runs every simulated rank's real
 // code in one process on this machine. A problem that is minutes per rank on a
 // cluster is then hours of this machine, and a buffer that every rank holds
-// (the reference's features, a block of stored costs) is P copies in one
+// alike (the reference's features, y's packed copy) is P copies in one
 // address space. SimGrid's SMPI has two remedies, used here and nowhere else:
 //  * sampling: an iterative solve runs its first N iterations for real,
 //    records the next one (each compute block in it timed, its outputs kept),
@@ -93,8 +93,8 @@ class Replay {
   Replay& operator=(const Replay&) = delete;
   /// At the start of iteration `iteration` (0, 1, ...): what to do with it.
   Step begin(int iteration);
-  /// Runs `restore_or_save` without charging its time to the simulated clock
-  /// (the copies are the simulation's, not the solver's).
+  /// Runs `body` (the save or the restore) without charging its time to the
+  /// simulated clock: the copies are the simulation's, not the solver's.
   template <class Body>
   static void uncharged(Body&& body) {
 #ifdef KOTML_SMPI
