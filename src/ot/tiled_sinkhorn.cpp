@@ -402,9 +402,7 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_rows(double eps, bool cost_sums) {
     const auto sweep = row_sweep(eps, cost_sums);
-    const std::string site = std::string("kotml::ot::tiled_rows") + (cost_sums ? ":cost_sums" : "") +
-                             (sweep.guessed() ? ":guessed" : "");
-    sim::compute(site, [&] {
+    sim::compute("kotml::ot::tiled_rows", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
     }, lse_row, redone);
@@ -429,7 +427,7 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_columns(double eps, bool max_mode) {
     detail::ColumnSweep<T> sweep{data, u, static_cast<T>(1.0 / eps), shift, top, limbs, max_mode};
-    sim::compute(max_mode ? "kotml::ot::tiled_columns:max" : "kotml::ot::tiled_columns", [&] {
+    sim::compute("kotml::ot::tiled_columns", [&] {
       if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
       Kokkos::parallel_for("kotml::ot::tiled_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
                            sweep);
@@ -594,12 +592,11 @@ struct TiledSinkhorn<T>::Impl {
     const detail::JointSweep<T> sweep{row_sweep(eps, false), joint.log_a, eps,       options.tau_a,
                                       joint.f,               u,           shift,     joint.strips,
                                       joint.slots_state};
-    sim::compute(sweep.row_part.guessed() ? "kotml::ot::tiled_joint:guessed" : "kotml::ot::tiled_joint", [&] {
+    sim::compute("kotml::ot::tiled_joint", [&] {
       start_slots();
       Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
       detail::sum_slot_limbs(joint.slots_state, limbs);
-      Kokkos::fence();
     }, limbs, lse_row, joint.f, redone);
     ++sweeps;
     ++joint.passes;
@@ -617,7 +614,7 @@ struct TiledSinkhorn<T>::Impl {
     if (!have_shift) exact_shifts(eps);
     else set_shifts_from(col_lse);
     const detail::BothSweep<T> sweep{row_sweep(eps, false), u, shift, limbs};
-    sim::compute(sweep.row_part.guessed() ? "kotml::ot::tiled_both:guessed" : "kotml::ot::tiled_both", [&] {
+    sim::compute("kotml::ot::tiled_both", [&] {
       Kokkos::deep_copy(limbs, std::int64_t(0));
       Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
@@ -653,18 +650,12 @@ struct TiledSinkhorn<T>::Impl {
     detail::copy_to(view, host);
   }
 
-  /// K̃ for every row, or for the `picked` rows flagged in sc.selected.
-  void launch_kernel(double eps, bool selected_only, std::int64_t picked = 0) {
+  void launch_kernel(double eps, bool selected_only) {
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps),
                                  selected_only ? Kokkos::View<const std::int32_t*, MemSpace>(sc.selected)
                                                : Kokkos::View<const std::int32_t*, MemSpace>(),
                                  {}};
-    // A few rows' work is sampled by the order of their count.
-    const std::string site =
-        selected_only ? "kotml::ot::tiled_scaling_kernel:rows_2^" +
-                            std::to_string(std::ilogb(static_cast<double>(std::max<std::int64_t>(picked, 1))))
-                      : std::string("kotml::ot::tiled_scaling_kernel");
-    sim::compute(site, [&] {
+    sim::compute("kotml::ot::tiled_scaling_kernel", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_scaling_kernel", detail::tile_policy(data.row_tiles, 0), sweep);
       Kokkos::fence();
     });
@@ -849,9 +840,7 @@ struct TiledSinkhorn<T>::Impl {
                                                  columns.size());
     detail::copy_to(listed, columns);
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), {}, listed};
-    const std::string site = "kotml::ot::tiled_scaling_absorb_columns:2^" +
-                             std::to_string(std::ilogb(static_cast<double>(std::max<std::size_t>(columns.size(), 1))));
-    sim::compute(site, [&] {
+    sim::compute("kotml::ot::tiled_scaling_absorb_columns", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_scaling_absorb_columns", detail::tile_policy(data.row_tiles, 0), sweep);
       Kokkos::fence();
     });
@@ -898,14 +887,13 @@ struct TiledSinkhorn<T>::Impl {
     if (picked == 0) return;
     round_and_upload(sc.f_bar, sc.f_bar_d);
     detail::copy_to(sc.selected, pick);
-    launch_kernel(eps, true, picked);
+    launch_kernel(eps, true);
     sc.absorbed += picked;
   }
 
   void launch_scaling_columns(bool max_mode) {
     detail::ScalingColumnSweep<T> sweep{data, sc.kernel, sc.alpha, sc.scale, top, limbs, max_mode};
-    const char* site = max_mode ? "kotml::ot::tiled_scaling_columns:max" : "kotml::ot::tiled_scaling_columns";
-    sim::compute(site, [&] {
+    sim::compute("kotml::ot::tiled_scaling_columns", [&] {
       if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
       Kokkos::parallel_for("kotml::ot::tiled_scaling_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
                            sweep);
@@ -994,13 +982,12 @@ struct TiledSinkhorn<T>::Impl {
         {data, sc.kernel, sc.beta, lse_row},
         {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected, {}},
         sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, joint.slots_state};
-    sim::compute(scaled ? "kotml::ot::tiled_scaling_joint" : "kotml::ot::tiled_scaling_joint:maxima", [&] {
+    sim::compute("kotml::ot::tiled_scaling_joint", [&] {
       start_slots();
       Kokkos::parallel_for("kotml::ot::tiled_scaling_joint",
                            detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
       detail::sum_slot_limbs(joint.slots_state, limbs);
-      Kokkos::fence();
     }, limbs, lse_row, joint.f, sc.alpha, sc.f_bar_d, sc.selected);
     ++sweeps;
     ++joint.passes;

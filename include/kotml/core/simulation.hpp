@@ -51,7 +51,7 @@ struct Bytes {
   void* data;
   std::size_t size;
 };
-void sampled_block(const std::string& site, const std::function<void()>& body, std::vector<Bytes> outputs);
+void sampled_block(const char* site, const std::function<void()>& body, std::vector<Bytes> outputs);
 void charge_nothing_for(const std::function<void()>& body);
 void* folded_allocation(std::size_t bytes, const char* site);
 void release_folded(void* memory);
@@ -60,11 +60,12 @@ void release_folded(void* memory);
 /// Runs `body`; in the recorded and replayed iterations of a sampled
 /// simulated run, the recorded iteration's run of the block, timed and its
 /// `outputs` (Views, contiguous) kept, stands for each replay's. `site` names
-/// the block and whatever changes its work. Outputs are what the block writes
+/// the block; its place in the iteration tells the replays' blocks apart, and
+/// a replay meets them in the recorded order. Outputs are what the block writes
 /// that the solver reads again; what only other blocks read (tiles of costs,
 /// K̃) need not be listed.
 template <class Body, class... Outputs>
-void compute(const std::string& site, Body&& body, const Outputs&... outputs) {
+void compute(const char* site, Body&& body, const Outputs&... outputs) {
 #ifdef KOTML_SMPI
   if (sampling_blocks()) {
     sampled_block(site, std::function<void()>(std::forward<Body>(body)),

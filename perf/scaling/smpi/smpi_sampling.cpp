@@ -67,10 +67,10 @@ bool folding() {
 
 bool sampling_blocks() { return state.on && state.step != Replay::Step::real; }
 
-void sampled_block(const std::string& site, const std::function<void()>& body, std::vector<Bytes> outputs) {
+void sampled_block(const char* site, const std::function<void()>& body, std::vector<Bytes> outputs) {
   // SMPI copies the tag and the line into a 132-byte key.
   const std::string tag =
-      site.substr(0, 90) + "#" + std::to_string(state.solve) + "." + std::to_string(state.ordinal++);
+      std::string(site).substr(0, 90) + "#" + std::to_string(state.solve) + "." + std::to_string(state.ordinal++);
   const char* key = tag.c_str();
   bool ran = false;
   SMPI_SAMPLE_LOCAL_TAG(int trip = 0, trip < 1, ++trip, 1, -1.0, key) {
