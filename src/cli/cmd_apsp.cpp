@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 #include "kotml/core/json_text.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
+#include "kotml/core/simulation.hpp"
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/components.hpp"
 #include "kotml/graph/graph_file.hpp"
@@ -94,6 +96,8 @@ Subcommand apsp_subcommand() {
     // Dijkstra needs all of it.
     bool from_graph = false;
     graph::PointCloud cloud;
+    Matrix<double> points;
+    std::vector<std::shared_ptr<void>> shared_points;  // a folded simulation's (sim::shared_copy)
     graph::CsrGraph<MemSpace> g;
     std::optional<timers::Scope> timed(std::in_place, "read");
     comm.phase([&] {
@@ -102,14 +106,21 @@ Subcommand apsp_subcommand() {
       const bool group_given = !vm["group"].defaulted();
       from_graph = !graph::is_anndata_file(input) &&
                    (group_given || graph::has_graph(io::h5::File::open_read(input), group));
-      if (from_graph)
+      if (from_graph) {
         g = graph::read_graph(io::h5::File::open_read(input), group);
-      else
-        cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"),
-                                        option<std::string>(vm, "use-rep"));
+        return;
+      }
+      cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"), option<std::string>(vm, "use-rep"));
+      // Only the kNN search reads the points, on the device: the host copy goes.
+      points = sim::shared_copy("kotml::apsp::points", cloud.to_device(), comm.spans_world(), shared_points);
+      std::vector<double>().swap(cloud.values);
     });
     timed.emplace("kNN graph");
-    if (!from_graph) g = graph::build_knn_graph(cloud.to_device(), option<int>(vm, "k"), comm, cloud.source);
+    if (!from_graph) {
+      g = graph::build_knn_graph(points, option<int>(vm, "k"), comm, cloud.source);
+      points = Matrix<double>();
+      shared_points.clear();
+    }
 
     timed.emplace("sources");
     std::vector<graph::NodeId> sources;

@@ -295,6 +295,11 @@ void Comm::allgatherv(const double* local, std::int64_t count, double* all, std:
   allgatherv_into(local, count, all, all_count, MPI_DOUBLE, comm_, size_);
 }
 
+void Comm::allgatherv(const std::int32_t* local, std::int64_t count, std::int32_t* all,
+                      std::int64_t all_count) const {
+  allgatherv_into(local, count, all, all_count, MPI_INT32_T, comm_, size_);
+}
+
 std::vector<std::int64_t> Comm::alltoallv(const std::vector<std::int64_t>& send,
                                           const std::vector<std::int64_t>& send_counts,
                                           std::vector<std::int64_t>& recv_counts) const {

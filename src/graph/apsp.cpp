@@ -9,6 +9,7 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
+#include "kotml/core/simulation.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/graph/dijkstra.hpp"
 
@@ -28,17 +29,27 @@ void fill_range(Kokkos::View<NodeId*, MemSpace> ids, std::int64_t first) {
       KOKKOS_LAMBDA(const std::int64_t r) { ids(r) = static_cast<NodeId>(first + r); });
 }
 
+/// The shortest-path rows of sources[first, last) into rows(0 .. last-first-1, :).
+/// Dijkstra from each source costs about the same on a connected graph, so a
+/// sampled simulation times a few and charges the rest (sim::like_items).
+template <class T>
+void compute_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, std::int64_t first,
+                  std::int64_t last, Kokkos::View<NodeId*, HostSpace> ids_h,
+                  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows) {
+  for (std::int64_t r = first; r < last; ++r) ids_h(r - first) = sources[r];
+  auto ids = Kokkos::create_mirror_view_and_copy(MemSpace(), ids_h);
+  sim::like_items("kotml::graph::shortest_paths", last - first, [&](std::int64_t from, std::int64_t to) {
+    const auto some = Kokkos::make_pair(from, to);
+    shortest_paths<T>(g, Kokkos::subview(ids, some), Kokkos::subview(rows, some, Kokkos::ALL));
+  });
+}
+
 template <class T>
 std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                      std::int64_t chunk_rows, const dist::Comm& comm, io::h5::File* file,
                      const std::string& dataset) {
   const std::int64_t n = g.n;
   const std::int64_t count = static_cast<std::int64_t>(sources.size());
-  // One message must stay below 2^31 elements (MPI counts are int).
-  const std::int64_t max_rows = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(std::numeric_limits<int>::max() / 2) / std::max<std::int64_t>(n, 1));
-  const std::int64_t chunk = std::max<std::int64_t>(1, std::min(chunk_rows, max_rows));
-
   std::vector<dist::Block> blocks;
   std::int64_t largest = 0;
   for (int r = 0; r < comm.size(); ++r) {
@@ -46,6 +57,11 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
     largest = std::max(largest, blocks.back().end - blocks.back().begin);
   }
   const dist::Block mine = blocks[comm.rank()];
+  // One message must stay below 2^31 elements (MPI counts are int); no chunk
+  // is larger than the largest rank's rows.
+  const std::int64_t max_rows = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::numeric_limits<int>::max() / 2) / std::max<std::int64_t>(n, 1));
+  const std::int64_t chunk = std::max<std::int64_t>(1, std::min({chunk_rows, max_rows, largest}));
   const std::int64_t rounds = (largest + chunk - 1) / chunk;
 
   std::optional<Error> write_failure;
@@ -57,8 +73,11 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
     }
   }
   Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
-  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows("kotml::graph::chunk_rows", chunk, n);
-  std::vector<T> buffer(static_cast<std::size_t>(chunk * n));
+  const auto rows_memory = sim::answer_buffer<T>("kotml::graph::chunk_rows", static_cast<std::size_t>(chunk * n));
+  const Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows(rows_memory.view.data(), chunk, n);
+  const auto own = Kokkos::create_mirror_view(HostSpace(), rows);  // rows itself on the host
+  // Rank 0 receives the others' chunks here; its own it writes from `own`.
+  std::vector<T> received(comm.is_root() && comm.size() > 1 ? static_cast<std::size_t>(chunk * n) : 0);
   std::int64_t infinite = 0;  // counted on rank 0, which sees every row
   log::Progress progress("apsp", count, "sources");
   std::int64_t rows_received = 0;  // on rank 0
@@ -66,36 +85,32 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
     const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
     const std::int64_t end = std::min(begin + chunk, mine.end);
     if (end > begin) {
-      for (std::int64_t r = begin; r < end; ++r) ids_h(r - begin) = sources[r];
-      auto ids = Kokkos::create_mirror_view_and_copy(MemSpace(), ids_h);
-      auto used_ids = Kokkos::subview(ids, Kokkos::make_pair(std::int64_t(0), end - begin));
       const timers::Scope timed("dijkstra");
-      shortest_paths<T>(g, used_ids, rows);
-      auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), rows);
-      std::copy(h.data(), h.data() + (end - begin) * n, buffer.begin());
+      compute_rows<T>(g, sources, begin, end, ids_h, rows);
+      Kokkos::deep_copy(own, rows);
     }
     const timers::Scope timed("gather and write");
     if (!comm.is_root()) {
       if (end > begin)
-        MPI_Send(buffer.data(), static_cast<int>((end - begin) * n), mpi_type<T>(), 0, 0,
-                 comm.raw());
+        MPI_Send(own.data(), static_cast<int>((end - begin) * n), mpi_type<T>(), 0, 0, comm.raw());
       continue;
     }
     for (int r = 0; r < comm.size(); ++r) {
       const std::int64_t rb = std::min(blocks[r].begin + round * chunk, blocks[r].end);
       const std::int64_t re = std::min(rb + chunk, blocks[r].end);
       if (re <= rb) continue;
-      if (r != 0)
-        MPI_Recv(buffer.data(), static_cast<int>((re - rb) * n), mpi_type<T>(), r, 0, comm.raw(),
+      const T* block = own.data();
+      if (r != 0) {
+        MPI_Recv(received.data(), static_cast<int>((re - rb) * n), mpi_type<T>(), r, 0, comm.raw(),
                  MPI_STATUS_IGNORE);
-      for (std::int64_t e = 0; e < (re - rb) * n; ++e) infinite += std::isfinite(buffer[e]) ? 0 : 1;
+        block = received.data();
+      }
+      for (std::int64_t e = 0; e < (re - rb) * n; ++e) infinite += std::isfinite(block[e]) ? 0 : 1;
       rows_received += re - rb;
       progress.update(rows_received);
       if (write_failure) continue;  // keep receiving, so no sender blocks forever
       try {
-        file->write_row_range<T>(
-            dataset, rb,
-            std::vector<T>(buffer.begin(), buffer.begin() + (re - rb) * n));
+        file->write_row_range<T>(dataset, rb, block, static_cast<std::size_t>((re - rb) * n));
       } catch (const Error& e) {
         write_failure = e;
       }

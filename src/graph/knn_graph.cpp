@@ -1,11 +1,13 @@
 #include "kotml/graph/knn_graph.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/core/simulation.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/graph/components.hpp"
 
@@ -307,31 +309,46 @@ CsrGraph<MemSpace> unscaled_knn_graph(Matrix<const double> points, int k, KnnGra
 }
 
 /// Rows of the kNN search split over ranks, gathered, then joined and bridged
-/// as on one rank.
+/// as on one rank. The gathered neighbours are the same on every rank: a
+/// simulated run with folding keeps one copy for all ranks.
 CsrGraph<MemSpace> build_scattered_knn_graph(Matrix<const double> points, int k, const dist::Comm& comm,
                                              KnnGraphReport* report) {
   const std::int64_t n = points.extent(0);
   const auto rows = dist::block_of(n, comm.size(), comm.rank());
   const auto mine = k_nearest_neighbors(points, k, rows.begin, rows.end);
-  auto idx_h = Kokkos::create_mirror_view_and_copy(HostSpace(), mine.indices);
-  auto dist_h = Kokkos::create_mirror_view_and_copy(HostSpace(), mine.distances);
-  const std::vector<std::int64_t> my_idx(idx_h.data(), idx_h.data() + idx_h.size());
-  const std::vector<double> my_dist(dist_h.data(), dist_h.data() + dist_h.size());
-  // Blocks are contiguous and in rank order, so the gathered rows are in node order.
-  const auto all_idx = comm.allgatherv(my_idx);
-  const auto all_dist = comm.allgatherv(my_dist);
-  NearestNeighbors nn;
-  nn.indices = decltype(nn.indices)(no_init("kotml::graph::knn_indices"), n, k);
-  nn.distances = decltype(nn.distances)(no_init("kotml::graph::knn_distances"), n, k);
-  auto nn_idx = Kokkos::create_mirror_view(nn.indices);
-  auto nn_dist = Kokkos::create_mirror_view(nn.distances);
-  for (std::size_t e = 0; e < all_idx.size(); ++e) {
-    nn_idx.data()[e] = static_cast<NodeId>(all_idx[e]);
-    nn_dist.data()[e] = all_dist[e];
+  const auto mine_idx = Kokkos::create_mirror_view_and_copy(HostSpace(), mine.indices);
+  const auto mine_dist = Kokkos::create_mirror_view_and_copy(HostSpace(), mine.distances);
+  const bool everywhere = comm.spans_world();
+  const auto all_idx = sim::folded<NodeId, HostSpace>("kotml::graph::knn_indices_gathered",
+                                                      static_cast<std::size_t>(n * k), everywhere);
+  const auto all_dist = sim::folded<double, HostSpace>("kotml::graph::knn_distances_gathered",
+                                                       static_cast<std::size_t>(n * k), everywhere);
+  // Folded, the gather moves no bytes: each rank writes its own block, and the
+  // gather's return means every rank has.
+  if (all_idx.memory) {
+    std::copy(mine_idx.data(), mine_idx.data() + mine_idx.span(), all_idx.view.data() + rows.begin * k);
+    std::copy(mine_dist.data(), mine_dist.data() + mine_dist.span(), all_dist.view.data() + rows.begin * k);
   }
-  Kokkos::deep_copy(nn.indices, nn_idx);
-  Kokkos::deep_copy(nn.distances, nn_dist);
+  // Blocks are contiguous and in rank order, so the gathered rows are in node order.
+  comm.allgatherv(mine_idx.data(), static_cast<std::int64_t>(mine_idx.span()), all_idx.view.data(), n * k);
+  comm.allgatherv(mine_dist.data(), static_cast<std::int64_t>(mine_dist.span()), all_dist.view.data(), n * k);
+  NearestNeighbors nn;
+  nn.indices = Kokkos::create_mirror_view_and_copy(
+      MemSpace(), Kokkos::View<NodeId**, Kokkos::LayoutRight, HostSpace>(all_idx.view.data(), n, k));
+  nn.distances = Kokkos::create_mirror_view_and_copy(
+      MemSpace(), Kokkos::View<double**, Kokkos::LayoutRight, HostSpace>(all_dist.view.data(), n, k));
   return connected_union_graph(points, nn, report);
+}
+
+/// The finished graph, which every rank holds alike, in memory that all ranks
+/// of a simulated run with folding share. Called between two MPI calls, so one
+/// rank's private copy at a time exists.
+CsrGraph<MemSpace> shared_graph(CsrGraph<MemSpace> g, const dist::Comm& comm) {
+  const bool everywhere = comm.spans_world();
+  g.offsets = sim::shared_copy("kotml::graph::knn_graph_offsets", g.offsets, everywhere, g.shared_memory);
+  g.neighbors = sim::shared_copy("kotml::graph::knn_graph_neighbors", g.neighbors, everywhere, g.shared_memory);
+  g.weights = sim::shared_copy("kotml::graph::knn_graph_weights", g.weights, everywhere, g.shared_memory);
+  return g;
 }
 
 }  // namespace
@@ -354,9 +371,9 @@ CsrGraph<MemSpace> build_knn_graph(Matrix<const double> points, int k, const dis
   if (exponent != 0) {
     auto g = build_scattered_knn_graph(scaled_points(points, exponent), k, comm, report);
     scale_lengths(g, report, exponent);
-    return g;
+    return shared_graph(std::move(g), comm);
   }
-  return build_scattered_knn_graph(points, k, comm, report);
+  return shared_graph(build_scattered_knn_graph(points, k, comm, report), comm);
 }
 
 }  // namespace kotml::graph

@@ -1180,7 +1180,7 @@ void File::create_dataset(const std::string& dataset, const std::vector<std::int
 }
 
 template <class T>
-void File::write_row_range(const std::string& dataset, std::int64_t row_begin, const std::vector<T>& data) {
+void File::write_row_range(const std::string& dataset, std::int64_t row_begin, const T* data, std::size_t size) {
   static_assert(is_numeric_v<T>, "h5::File::write_row_range: unsupported element type");
   require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset);
@@ -1189,10 +1189,10 @@ void File::write_row_range(const std::string& dataset, std::int64_t row_begin, c
   if (dims.empty()) throw Error(path_, display(dataset), "is a scalar, it has no rows");
   std::int64_t row_length = 1;
   for (std::size_t k = 1; k < dims.size(); ++k) row_length *= dims[k];
-  if (data.empty()) return;
-  if (row_length == 0 || static_cast<std::int64_t>(data.size()) % row_length != 0)
+  if (size == 0) return;
+  if (row_length == 0 || static_cast<std::int64_t>(size) % row_length != 0)
     throw Error(path_, display(dataset), "data is not a whole number of rows");
-  const std::int64_t count_rows = static_cast<std::int64_t>(data.size()) / row_length;
+  const std::int64_t count_rows = static_cast<std::int64_t>(size) / row_length;
   if (row_begin < 0 || row_begin + count_rows > dims[0])
     throw Error(path_, display(dataset), "rows [" + std::to_string(row_begin) + ", " +
                                              std::to_string(row_begin + count_rows) +
@@ -1201,9 +1201,9 @@ void File::write_row_range(const std::string& dataset, std::int64_t row_begin, c
   start[0] = static_cast<hsize_t>(row_begin);
   count[0] = static_cast<hsize_t>(count_rows);
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
-  const hsize_t total = data.size();
+  const hsize_t total = size;
   Handle mem(H5Screate_simple(1, &total, nullptr), H5Sclose);
-  if (H5Dwrite(d.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, data.data()) < 0)
+  if (H5Dwrite(d.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, data) < 0)
     fail(path_, dataset, "cannot write rows");
 }
 
@@ -1282,7 +1282,7 @@ void File::write_bool_attribute(const std::string& object, const std::string& na
   template void File::write<T>(const std::string&, const std::vector<T>&,                          \
                                const std::vector<std::int64_t>&, int);                              \
   template void File::create_dataset<T>(const std::string&, const std::vector<std::int64_t>&, int); \
-  template void File::write_row_range<T>(const std::string&, std::int64_t, const std::vector<T>&);  \
+  template void File::write_row_range<T>(const std::string&, std::int64_t, const T*, std::size_t); \
   template void File::write_numeric_attribute<T>(const std::string&, const std::string&,           \
                                                  const std::vector<T>&, bool);
 

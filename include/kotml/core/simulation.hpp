@@ -13,14 +13,19 @@
 //    skipped, its recorded outputs put back and its recorded time charged to
 //    the simulated clock (SMPI_SAMPLE_LOCAL). A replay is thus the recorded
 //    iteration again, bit for bit: the same choices, the same collectives;
+//    Loops over items of like cost (the sources of Dijkstra rows) are
+//    sampled item by item instead: a rank times its first N items at a site
+//    and is charged their mean for every item after, which it skips;
 //  * folding: every rank's allocation at one site maps the same memory
 //    (SMPI_SHARED_MALLOC, smpi/shared-malloc:local).
 // Sampling keeps what a rank's clock reads and the run's communication, not
 // its answer: the iterates stop moving after the recorded iteration (a study
-// fixes the iteration count: no error falls below a threshold). Only buffers
-// that hold the same values on every process are folded, each rank writing
-// them itself (SMPI copies no message into folded memory), so folding changes
-// no value. Both are off unless the environment asks for them
+// fixes the iteration count: no error falls below a threshold), and skipped
+// items write nothing. Folded are buffers that hold the same values on every
+// process, each rank writing them itself (SMPI copies no message into folded
+// memory), so that folding changes no value; and, in a sampled run only,
+// buffers that hold nothing but the answer (rows of an output matrix), which
+// such a run does not compute anyway. Both are off unless the environment asks for them
 // (perf/scaling/smpi_run.sh --samples N --fold), and neither exists in any
 // other build, where compute() calls the body, a Replay has only real
 // iterations and folded() allocates.
@@ -32,6 +37,7 @@
 #include "kotml/core/types.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -52,6 +58,7 @@ struct Bytes {
   std::size_t size;
 };
 void sampled_block(const char* site, const std::function<void()>& body, std::vector<Bytes> outputs);
+void sampled_items(const char* site, std::int64_t count, const std::function<void(std::int64_t)>& item);
 void charge_nothing_for(const std::function<void()>& body);
 void* folded_allocation(std::size_t bytes, const char* site);
 void release_folded(void* memory);
@@ -77,6 +84,24 @@ void compute(const char* site, Body&& body, const Outputs&... outputs) {
   ((void)outputs, ...);
 #endif
   body();
+}
+
+/// Runs body(first, last) over items [0, count) whose costs are alike, as one
+/// call body(0, count). In a sampled simulated run a rank runs them one at a
+/// time only until it has timed N items at this `site` (over all its calls),
+/// and is charged their mean for each item of the call; the others do not run,
+/// and what they would write stays as it was. body must not call MPI.
+template <class Body>
+void like_items(const char* site, std::int64_t count, Body&& body) {
+#ifdef KOTML_SMPI
+  if (sample_runs() > 0) {
+    sampled_items(site, count, [&body](std::int64_t item) { body(item, item + 1); });
+    return;
+  }
+#else
+  (void)site;
+#endif
+  body(std::int64_t(0), count);
 }
 
 /// The iterations of one iterative solve in a sampled simulated run (header
@@ -138,6 +163,35 @@ Folded<T, Space> folded(const char* site, std::size_t n, bool same_everywhere) {
   (void)same_everywhere;
 #endif
   return {Vector<T, Space>(no_init(site), n), nullptr};
+}
+
+/// Memory for values that are only the command's answer (a chunk of output
+/// rows): folded when the run samples and folds, since a sampled run's answer
+/// is not kept; a plain allocation otherwise.
+template <class T, class Space = MemSpace>
+Folded<T, Space> answer_buffer(const char* site, std::size_t n) {
+#ifdef KOTML_SMPI
+  return folded<T, Space>(site, n, sample_runs() > 0);
+#else
+  return folded<T, Space>(site, n, false);
+#endif
+}
+
+/// `view` itself, or, in a simulated run with folding on, a copy in the memory
+/// every rank's copy at `site` shares, its memory added to `keep` (which must
+/// outlive the copy). For a contiguous View that holds the same values on
+/// every process (`same_everywhere`), made between two MPI calls: the rank's
+/// own allocation is then freed before the others make theirs.
+template <class View>
+View shared_copy(const char* site, const View& view, bool same_everywhere,
+                 std::vector<std::shared_ptr<void>>& keep) {
+  using T = typename View::non_const_value_type;
+  auto copy = folded<T, typename View::memory_space>(site, view.span(), same_everywhere);
+  if (!copy.memory) return view;
+  View shared(copy.view.data(), view.layout());
+  Kokkos::deep_copy(shared, view);
+  keep.push_back(copy.memory);
+  return shared;
 }
 
 }  // namespace kotml::sim

@@ -118,6 +118,7 @@ class Comm {
   /// repeated every iteration.
   void allgatherv(const float* local, std::int64_t count, float* all, std::int64_t all_count) const;
   void allgatherv(const double* local, std::int64_t count, double* all, std::int64_t all_count) const;
+  void allgatherv(const std::int32_t* local, std::int64_t count, std::int32_t* all, std::int64_t all_count) const;
   std::vector<std::string> allgather_strings(const std::string& local) const;
 
   // --- personalised exchange ------------------------------------------------

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct CsrGraph {
   Kokkos::View<EdgeOffset*, memory_space> offsets;  ///< n + 1 entries
   Kokkos::View<NodeId*, memory_space> neighbors;    ///< offsets(n) entries, sorted per row
   Kokkos::View<double*, memory_space> weights;      ///< edge lengths, ≥ 0
+  /// In a simulated run with folding on, the memory of arrays that every
+  /// simulated rank shares (sim::shared_copy); empty otherwise.
+  std::vector<std::shared_ptr<void>> shared_memory;
 
   std::int64_t num_directed_edges() const {
     if (n == 0) return 0;

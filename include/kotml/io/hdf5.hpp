@@ -188,7 +188,11 @@ class File {
   /// Writes rows [row_begin, row_begin + data.size()/row_length) of an N-D
   /// dataset created by create_dataset (row = everything after the first axis).
   template <class T>
-  void write_row_range(const std::string& dataset, std::int64_t row_begin, const std::vector<T>& data);
+  void write_row_range(const std::string& dataset, std::int64_t row_begin, const T* data, std::size_t size);
+  template <class T>
+  void write_row_range(const std::string& dataset, std::int64_t row_begin, const std::vector<T>& data) {
+    write_row_range<T>(dataset, row_begin, data.data(), data.size());
+  }
 
   /// Attribute writers replace an attribute of the same name. object "/" is the root.
   void write_string_attribute(const std::string& object, const std::string& name,

@@ -2,7 +2,8 @@
 // in the `smpi` build only (cmake/KotmlSmpi.cmake compiles it into kotml).
 //
 // A Replay marks the rank's solve as sampling; compute() then tags each block
-// by its site, the solve and its place in the iteration. SMPI_SAMPLE_LOCAL_TAG
+// by its site, the solve and its place in the iteration (like_items loops are
+// sampled by their site alone, outside any Replay). SMPI_SAMPLE_LOCAL_TAG
 // keys a block by this file, the tag, the line and the rank: the recorded
 // iteration's run of a block is its one timed trip (N = 1 below), and every
 // later trip with the same key (the same block at the same place of a replayed
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -91,6 +93,20 @@ void sampled_block(const char* site, const std::function<void()>& body, std::vec
           std::memcpy(outputs[k].data, copies[k].data(), std::min(outputs[k].size, copies[k].size()));
     }
   });
+}
+
+void sampled_items(const char* site, std::int64_t count, const std::function<void(std::int64_t)>& item) {
+  // Local to the rank and keyed by the site alone: the first N items a rank
+  // meets there (in this call or an earlier one) are timed, and each call is
+  // charged the mean for all its items. SMPI counts a loop's trips in an int.
+  if (count <= 0) return;
+  if (count > std::numeric_limits<int>::max()) {  // not sampled: timed as it runs
+    for (std::int64_t k = 0; k < count; ++k) item(k);
+    return;
+  }
+  const std::string tag = std::string(site).substr(0, 110) + "#items";
+  const char* key = tag.c_str();
+  SMPI_SAMPLE_LOCAL_TAG(std::int64_t k = 0, k < count, ++k, sample_runs(), -1.0, key) { item(k); }
 }
 
 void charge_nothing_for(const std::function<void()>& body) {
