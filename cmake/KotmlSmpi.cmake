@@ -67,6 +67,14 @@ function(_kotml_smpi_attach_clock)
   set_tests_properties(smpi_map_sampled_replay_4_ranks PROPERTIES
     FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed"
     TIMEOUT 300)
+
+  # Folded points, neighbours and graph of apsp: the same lengths as without folding.
+  add_test(NAME smpi_apsp_folded_4_ranks
+    COMMAND "${PROJECT_SOURCE_DIR}/perf/scaling/smpi/test_apsp_folded.sh" "$<TARGET_FILE:kotml>" "${PROJECT_SOURCE_DIR}"
+            "${CMAKE_BINARY_DIR}/smpi_apsp")
+  set_tests_properties(smpi_apsp_folded_4_ranks PROPERTIES
+    FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed|FAIL"
+    TIMEOUT 300)
 endfunction()
 enable_testing()  # for the smoke test added below, at the end of the top-level CMakeLists.txt
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL _kotml_smpi_attach_clock)

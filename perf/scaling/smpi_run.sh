@@ -11,14 +11,15 @@
 #                      simulated time and kotml's timers (the `timers.json` of the command)
 #   --log FILE         kotml's and SMPI's output (default: FILE.json's name with .log, or stderr)
 #   --kotml PATH       the SMPI build of kotml (default build/smpi/src/kotml; `cmake --preset smpi`)
-#   --samples N        sample kotml's compute blocks (include/kotml/core/simulation.hpp): each
-#                      runs for real its first N times per rank (or, for folded outputs, over all
-#                      ranks), then its mean time is charged without running it. For problems
-#                      whose compute would take hours here; the outputs are then not the answer
-#   --fold             fold the buffers that every rank holds alike or that only feed sampled
-#                      blocks (the reference's features, y's packed copy, stored costs, K̃):
-#                      every rank's allocation at one site maps the same memory
-#                      (smpi/shared-malloc:local), so P ranks hold one copy
+#   --samples N        sample kotml's compute (include/kotml/core/simulation.hpp): the tiled
+#                      Sinkhorn runs N iterations for real, records one and replays it; apsp
+#                      times N Dijkstra sources per rank and charges their mean for the rest.
+#                      For problems whose compute would take hours here; the outputs are then
+#                      not the answer
+#   --fold             fold the buffers that every rank holds alike (the reference's features,
+#                      y's packed copy, apsp's points, neighbours and graph; with --samples also
+#                      apsp's output rows): every rank's allocation at one site maps the same
+#                      memory (smpi/shared-malloc:local), so P ranks hold one copy
 #   --cfg KEY:VALUE    one more SimGrid option (repeatable; it wins over the script's), e.g.
 #                      --cfg smpi/coll-selector:mpich
 #

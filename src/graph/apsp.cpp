@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/math.hpp"
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/simulation.hpp"
@@ -44,6 +45,19 @@ void compute_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& source
   });
 }
 
+/// How many lengths of rows(0 .. count-1, :) are infinite. Each rank counts
+/// its own rows: on rank 0 alone this scan of all n² lengths was a serial part.
+template <class T>
+std::int64_t count_infinite(Kokkos::View<const T**, Kokkos::LayoutRight, MemSpace> rows, std::int64_t count) {
+  const T* lengths = rows.data();  // contiguous rows
+  std::int64_t infinite = 0;
+  Kokkos::parallel_reduce(
+      "kotml::graph::count_infinite", Kokkos::RangePolicy<ExecSpace>(0, count * rows.extent(1)),
+      KOKKOS_LAMBDA(const std::int64_t e, std::int64_t& sum) { sum += kmath::isfinite(lengths[e]) ? 0 : 1; },
+      infinite);
+  return infinite;
+}
+
 template <class T>
 std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                      std::int64_t chunk_rows, const dist::Comm& comm, io::h5::File* file,
@@ -78,7 +92,7 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
   const auto own = Kokkos::create_mirror_view(HostSpace(), rows);  // rows itself on the host
   // Rank 0 receives the others' chunks here; its own it writes from `own`.
   std::vector<T> received(comm.is_root() && comm.size() > 1 ? static_cast<std::size_t>(chunk * n) : 0);
-  std::int64_t infinite = 0;  // counted on rank 0, which sees every row
+  std::int64_t infinite = 0;  // in this rank's rows
   log::Progress progress("apsp", count, "sources");
   std::int64_t rows_received = 0;  // on rank 0
   for (std::int64_t round = 0; round < rounds; ++round) {
@@ -87,6 +101,7 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
     if (end > begin) {
       const timers::Scope timed("dijkstra");
       compute_rows<T>(g, sources, begin, end, ids_h, rows);
+      infinite += count_infinite<T>(rows, end - begin);
       Kokkos::deep_copy(own, rows);
     }
     const timers::Scope timed("gather and write");
@@ -105,7 +120,6 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
                  MPI_STATUS_IGNORE);
         block = received.data();
       }
-      for (std::int64_t e = 0; e < (re - rb) * n; ++e) infinite += std::isfinite(block[e]) ? 0 : 1;
       rows_received += re - rb;
       progress.update(rows_received);
       if (write_failure) continue;  // keep receiving, so no sender blocks forever
@@ -117,7 +131,7 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
     }
   }
   comm.agree(write_failure);
-  comm.bcast(&infinite, sizeof infinite);
+  comm.sum_in_place(&infinite, 1);
   return infinite;
 }
 

@@ -6,6 +6,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include "kotml/core/simulation.hpp"
 #include "kotml/core/types.hpp"
 
@@ -40,6 +45,30 @@ TEST(Simulation, EveryIterationIsRealOutsideASimulation) {
   int ran = 0;
   kotml::sim::Replay::uncharged([&] { ++ran; });
   EXPECT_EQ(ran, 1);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Simulation, LikeItemsRunAsOneCallOutsideASimulation) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> calls;
+  kotml::sim::like_items("test::items", 7, [&](std::int64_t first, std::int64_t last) { calls.emplace_back(first, last); });
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].first, 0);
+  EXPECT_EQ(calls[0].second, 7);
+}
+
+TEST(Simulation, SharedCopiesAndAnswerBuffersAreTheCallersOwnOutsideASimulation) {
+  kotml::Vector<double> values("test::values", 64);
+  Kokkos::deep_copy(values, 3.0);
+  std::vector<std::shared_ptr<void>> keep;
+  const auto copy = kotml::sim::shared_copy("test::shared", values, true, keep);
+  EXPECT_EQ(copy.data(), values.data());
+  EXPECT_TRUE(keep.empty());
+  const auto answer = kotml::sim::answer_buffer<float>("test::answer", 32);
+  EXPECT_EQ(answer.memory, nullptr);
+  EXPECT_EQ(answer.view.extent(0), 32u);
 }
 
 }  // namespace

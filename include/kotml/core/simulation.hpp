@@ -14,8 +14,9 @@
 //    the simulated clock (SMPI_SAMPLE_LOCAL). A replay is thus the recorded
 //    iteration again, bit for bit: the same choices, the same collectives;
 //    Loops over items of like cost (the sources of Dijkstra rows) are
-//    sampled item by item instead: a rank times its first N items at a site
-//    and is charged their mean for every item after, which it skips;
+//    sampled item by item instead: a rank runs its first item at a site (cold
+//    caches and first touches included, once), times the next N, and is
+//    charged their mean for every item after, which it skips;
 //  * folding: every rank's allocation at one site maps the same memory
 //    (SMPI_SHARED_MALLOC, smpi/shared-malloc:local).
 // Sampling keeps what a rank's clock reads and the run's communication, not
@@ -88,9 +89,9 @@ void compute(const char* site, Body&& body, const Outputs&... outputs) {
 
 /// Runs body(first, last) over items [0, count) whose costs are alike, as one
 /// call body(0, count). In a sampled simulated run a rank runs them one at a
-/// time only until it has timed N items at this `site` (over all its calls),
-/// and is charged their mean for each item of the call; the others do not run,
-/// and what they would write stays as it was. body must not call MPI.
+/// time: its first item at this `site` (over all its calls) and the N after it,
+/// which are timed; every later item is charged their mean and does not run,
+/// and what it would write stays as it was. body must not call MPI.
 template <class Body>
 void like_items(const char* site, std::int64_t count, Body&& body) {
 #ifdef KOTML_SMPI

@@ -1,0 +1,42 @@
+#!/bin/sh
+# ctest smpi_apsp_folded_4_ranks (cmake/KotmlSmpi.cmake): all-pairs shortest
+# paths of a 600-point cloud's kNN graph on 4 simulated ranks, with folding
+# (include/kotml/core/simulation.hpp: the points, the gathered neighbours and
+# the graph are then one copy shared by all simulated ranks) and without. The
+# ranks write their own blocks into the shared copies, so the two /distances
+# must be the same bits: a rank that skipped its block, or that scaled shared
+# edge lengths again, would change them.
+#
+#   test_apsp_folded.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
+set -eu
+kotml=$1 source=$2 work=$3
+run="$source/perf/scaling/smpi_run.sh --platform $source/perf/scaling/platforms/fat_tree_ib_hdr100_1152.xml --host-speed 1Gf --kotml $kotml --ranks 4"
+rm -rf "$work" && mkdir -p "$work"
+# Debian's python3 has h5py and numpy (python3-h5py, .ci/install-deps); a python3 earlier on PATH may not.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+$python - "$work/points.h5" <<'PY'
+import sys
+import h5py
+import numpy as np
+rng = np.random.default_rng(5)
+# Two blobs far apart: the kNN graph needs a bridge, which the comparison covers too.
+x = np.vstack([rng.standard_normal((300, 8)), rng.standard_normal((300, 8)) + 40.0])
+with h5py.File(sys.argv[1], "w") as h5:
+    h5["x"] = x
+PY
+apsp="apsp $work/points.h5 --dataset x --k 6 --chunk-rows 40"
+$run --fold --log "$work/folded.log" -- $apsp -o "$work/folded.h5"
+$run --log "$work/plain.log" -- $apsp -o "$work/plain.h5"
+$python - "$work/folded.h5" "$work/plain.h5" <<'PY'
+import sys
+import h5py
+import numpy as np
+folded, plain = (h5py.File(p, "r")["distances"][()] for p in sys.argv[1:3])
+assert folded.shape == (600, 600), folded.shape
+assert np.isfinite(plain).all() and (plain.diagonal() == 0).all(), "the unfolded run's lengths are not a metric's"
+differ = int((folded.view(np.uint32) != plain.view(np.uint32)).sum())
+if differ:
+    sys.exit(f"FAIL: {differ} of {plain.size} lengths differ between the folded and the unfolded run")
+print(f"folded and unfolded runs: the same {plain.size} lengths, bit for bit")
+PY
