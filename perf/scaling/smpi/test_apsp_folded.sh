@@ -3,9 +3,9 @@
 # paths of a 600-point cloud's kNN graph on 4 simulated ranks, with folding
 # (include/kotml/core/simulation.hpp: the points, the gathered neighbours and
 # the graph are then one copy shared by all simulated ranks) and without. The
-# ranks write their own blocks into the shared copies, so the two /distances
-# must be the same bits: a rank that skipped its block, or that scaled shared
-# edge lengths again, would change them.
+# two /distances must be the same bits: a rank that wrote into the shared
+# graph after it was built (the edge lengths scaled again, say) would change
+# them (a mutant that set the shared lengths fails it).
 #
 #   test_apsp_folded.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
 set -eu
