@@ -1,6 +1,5 @@
 #include "kotml/graph/knn_graph.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -323,12 +322,9 @@ CsrGraph<MemSpace> build_scattered_knn_graph(Matrix<const double> points, int k,
                                                       static_cast<std::size_t>(n * k), everywhere);
   const auto all_dist = sim::folded<double, HostSpace>("kotml::graph::knn_distances_gathered",
                                                        static_cast<std::size_t>(n * k), everywhere);
-  // Folded, the gather moves no bytes: each rank writes its own block, and the
-  // gather's return means every rank has.
-  if (all_idx.memory) {
-    std::copy(mine_idx.data(), mine_idx.data() + mine_idx.span(), all_idx.view.data() + rows.begin * k);
-    std::copy(mine_dist.data(), mine_dist.data() + mine_dist.span(), all_dist.view.data() + rows.begin * k);
-  }
+  const auto own_offset = static_cast<std::size_t>(rows.begin * k);
+  sim::write_own_block(all_idx, mine_idx.data(), mine_idx.span(), own_offset);
+  sim::write_own_block(all_dist, mine_dist.data(), mine_dist.span(), own_offset);
   // Blocks are contiguous and in rank order, so the gathered rows are in node order.
   comm.allgatherv(mine_idx.data(), static_cast<std::int64_t>(mine_idx.span()), all_idx.view.data(), n * k);
   comm.allgatherv(mine_dist.data(), static_cast<std::int64_t>(mine_dist.span()), all_dist.view.data(), n * k);

@@ -466,10 +466,8 @@ MapFeatures map_features(const dist::Comm& comm, const MapInput& query, const Ma
   f.reference = sim::folded<float, HostSpace>("kotml::map::reference_features",
                                               static_cast<std::size_t>(reference.n_cells() * f.dim),
                                               comm.spans_world());
-  // Folded (a simulated run), the gather moves no bytes into it: each rank
-  // writes its own block, and the gather's return means every rank has.
-  if (f.reference.memory)
-    std::copy(reference_block.begin(), reference_block.end(), f.reference.view.data() + own_reference.begin * f.dim);
+  sim::write_own_block(f.reference, reference_block.data(), reference_block.size(),
+                       static_cast<std::size_t>(own_reference.begin * f.dim));
   comm.allgatherv(reference_block.data(), static_cast<std::int64_t>(reference_block.size()), f.reference.view.data(),
                   static_cast<std::int64_t>(f.reference.view.extent(0)));
   return f;

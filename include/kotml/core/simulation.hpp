@@ -37,6 +37,7 @@
 
 #include "kotml/core/types.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -164,6 +165,14 @@ Folded<T, Space> folded(const char* site, std::size_t n, bool same_everywhere) {
   (void)same_everywhere;
 #endif
   return {Vector<T, Space>(no_init(site), n), nullptr};
+}
+
+/// Before a gather into `all`: when it is folded, SMPI copies no message into
+/// it, so each rank writes its own block (`count` values at `offset`) itself,
+/// and the gather's return means every rank has. Nothing otherwise.
+template <class T, class Space>
+void write_own_block(const Folded<T, Space>& all, const T* mine, std::size_t count, std::size_t offset) {
+  if (all.memory) std::copy(mine, mine + count, all.view.data() + offset);
 }
 
 /// Memory for values that are only the command's answer (a chunk of output
