@@ -1,6 +1,6 @@
 // kotml apsp INPUT -o OUT.h5: shortest-path lengths on a graph from every node
 // (or from farthest-point landmarks), sources split over MPI ranks and Kokkos
-// teams, streamed into /distances by rank 0.
+// teams, written into /distances by every rank in place (or through rank 0).
 
 #include <nlohmann/json.hpp>
 
@@ -72,7 +72,11 @@ Subcommand apsp_subcommand() {
         ("k", po::value<int>()->default_value(30), "neighbours per point for a cloud input");
     groups.parallel.add_options()
         ("chunk-rows", po::value<std::int64_t>()->default_value(256),
-         "rows each rank computes and sends at a time (bounds memory)");
+         "rows each rank computes and writes at a time (bounds memory)")
+        ("writers", po::value<std::string>()->default_value("ranks"),
+         "ranks: every rank writes its own rows into OUT in place (where every rank can open "
+         "it, as on a shared file system; otherwise rank 0 writes them); root: rank 0 gathers "
+         "and writes every row");
     groups.output.add_options()
         ("output,o", po::value<std::string>()->required(), "HDF5 file for /distances and /sources")
         ("precision", po::value<std::string>()->default_value("float32"),
@@ -87,6 +91,10 @@ Subcommand apsp_subcommand() {
     graph::ApspOptions options;
     options.precision = graph::parse_precision(option<std::string>(vm, "precision"), "precision");
     options.chunk_rows = positive<std::int64_t>(vm, "chunk-rows");
+    const auto writers = option<std::string>(vm, "writers");
+    if (writers != "ranks" && writers != "root")
+      throw Error::option("writers", "must be ranks or root, got '" + writers + "'");
+    options.every_rank_writes = writers == "ranks";
     const auto n_landmarks = non_negative<std::int64_t>(vm, "landmarks");
     const auto landmark_start = non_negative<std::int64_t>(vm, "landmark-start");
     const std::string timers_json = option<std::string>(vm, "timers");
@@ -160,6 +168,7 @@ Subcommand apsp_subcommand() {
           {"landmark-start", landmark_start},
           {"k", from_graph ? 0 : option<int>(vm, "k")},
           {"chunk-rows", options.chunk_rows},
+          {"writers", writers},
           {"ranks", comm.size()}};
       file->write_string_attribute("/", "kotml_config", json_text(config));
       file->close();

@@ -7,12 +7,14 @@
 #include <optional>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/log.hpp"
 #include "kotml/core/math.hpp"
 #include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/simulation.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/graph/dijkstra.hpp"
+#include "kotml/io/raw_file.hpp"
 
 namespace kotml::graph {
 namespace {
@@ -58,34 +60,102 @@ std::int64_t count_infinite(Kokkos::View<const T**, Kokkos::LayoutRight, MemSpac
   return infinite;
 }
 
-template <class T>
-std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
-                     std::int64_t chunk_rows, const dist::Comm& comm, io::h5::File* file,
-                     const std::string& dataset) {
-  const std::int64_t n = g.n;
-  const std::int64_t count = static_cast<std::int64_t>(sources.size());
-  std::vector<dist::Block> blocks;
-  std::int64_t largest = 0;
-  for (int r = 0; r < comm.size(); ++r) {
-    blocks.push_back(dist::block_of(count, comm.size(), r));
-    largest = std::max(largest, blocks.back().end - blocks.back().begin);
-  }
-  const dist::Block mine = blocks[comm.rank()];
-  // One message must stay below 2^31 elements (MPI counts are int); no chunk
-  // is larger than the largest rank's rows.
-  const std::int64_t max_rows = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(std::numeric_limits<int>::max() / 2) / std::max<std::int64_t>(n, 1));
-  const std::int64_t chunk = std::max<std::int64_t>(1, std::min({chunk_rows, max_rows, largest}));
-  const std::int64_t rounds = (largest + chunk - 1) / chunk;
+/// How the rows reach the file: one writer per rank when every rank can open
+/// the file rank 0 created (each writes its own rows in place), or none, and
+/// rank 0 gathers and writes them all.
+struct RowWriters {
+  std::optional<io::RawFileWriter> own;  // on every rank, or on none
+  std::int64_t offset = 0;               // bytes to the dataset's element 0
+};
 
-  std::optional<Error> write_failure;
-  if (comm.is_root()) {
-    try {
+/// Collective. Rank 0 creates the (count × n) dataset, preallocated for
+/// in-place writes when every_rank_writes; then every rank tries to open the
+/// file, and the ranks write in place only if all of them can.
+template <class T>
+RowWriters create_output(io::h5::File* file, const std::string& dataset, std::int64_t count, std::int64_t n,
+                         bool every_rank_writes, const dist::Comm& comm) {
+  std::optional<io::h5::File::RawExtent> extent;
+  std::string shown;
+  comm.phase([&] {
+    if (!comm.is_root()) return;
+    shown = file->path();
+    if (every_rank_writes)
+      extent = file->create_preallocated_dataset<T>(dataset, {count, n});
+    else
       file->create_dataset<T>(dataset, {count, n});
+  });
+  std::string on_disk = extent ? extent->file : std::string();
+  std::int64_t offset = extent ? extent->offset : -1;
+  comm.bcast_string(on_disk);
+  comm.bcast_string(shown);
+  comm.bcast(&offset, sizeof offset);
+  RowWriters writers;
+  if (offset < 0) return writers;
+  writers.offset = offset;
+  writers.own = io::RawFileWriter::open_existing(on_disk, shown);
+  const bool everywhere = comm.all(writers.own.has_value());
+  if (!everywhere) {
+    writers.own.reset();
+    log::note("apsp: not every rank can open " + on_disk +
+              " (not on a file system all nodes share?), so rank 0 writes every row");
+  }
+  return writers;
+}
+
+/// Each rank computes its own rows chunk by chunk and writes them into the
+/// file in place: no rank waits for another, and the writes of P ranks proceed
+/// at once (a parallel file system's bandwidth, not one node's).
+template <class T>
+std::int64_t write_own_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, dist::Block mine,
+                            std::int64_t chunk, RowWriters& writers, const std::string& dataset,
+                            const dist::Comm& comm) {
+  const std::int64_t n = g.n;
+  Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
+  const auto rows_memory = sim::answer_buffer<T>("kotml::graph::chunk_rows", static_cast<std::size_t>(chunk * n));
+  const Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows(rows_memory.view.data(), chunk, n);
+  const auto own = Kokkos::create_mirror_view(HostSpace(), rows);  // rows itself on the host
+  std::int64_t infinite = 0;  // in this rank's rows
+  log::Progress progress("apsp (rank 0's rows)", mine.end - mine.begin, "sources");
+  std::optional<Error> write_failure;
+  for (std::int64_t begin = mine.begin; begin < mine.end && !write_failure; begin += chunk) {
+    const std::int64_t end = std::min(begin + chunk, mine.end);
+    {
+      const timers::Scope timed("dijkstra");
+      compute_rows<T>(g, sources, begin, end, ids_h, rows);
+      infinite += count_infinite<T>(rows, end - begin);
+      Kokkos::deep_copy(own, rows);
+    }
+    const timers::Scope timed("write");
+    const std::string what = "/" + dataset + " rows " + std::to_string(begin) + ".." + std::to_string(end - 1);
+    try {
+      writers.own->write_at(writers.offset + begin * n * static_cast<std::int64_t>(sizeof(T)), own.data(),
+                            static_cast<std::size_t>((end - begin) * n) * sizeof(T), what);
     } catch (const Error& e) {
       write_failure = e;
     }
+    progress.update(end - mine.begin);
   }
+  try {
+    writers.own->close("/" + dataset);
+  } catch (const Error& e) {
+    if (!write_failure) write_failure = e;
+  }
+  comm.agree(write_failure);
+  return infinite;
+}
+
+/// Ranks work in rounds: each computes its next chunk at the same time, then
+/// rank 0 writes its own chunk and receives and writes the others' in rank
+/// order. For files that not every rank can reach.
+template <class T>
+std::int64_t gather_rows_to_root(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+                                 const std::vector<dist::Block>& blocks, std::int64_t chunk, io::h5::File* file,
+                                 const std::string& dataset, const dist::Comm& comm) {
+  const std::int64_t n = g.n;
+  const dist::Block mine = blocks[comm.rank()];
+  std::int64_t largest = 0;
+  for (const auto& b : blocks) largest = std::max(largest, b.end - b.begin);
+  const std::int64_t rounds = (largest + chunk - 1) / chunk;
   Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
   const auto rows_memory = sim::answer_buffer<T>("kotml::graph::chunk_rows", static_cast<std::size_t>(chunk * n));
   const Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows(rows_memory.view.data(), chunk, n);
@@ -93,8 +163,9 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
   // Rank 0 receives the others' chunks here; its own it writes from `own`.
   std::vector<T> received(comm.is_root() && comm.size() > 1 ? static_cast<std::size_t>(chunk * n) : 0);
   std::int64_t infinite = 0;  // in this rank's rows
-  log::Progress progress("apsp", count, "sources");
+  log::Progress progress("apsp", static_cast<std::int64_t>(sources.size()), "sources");
   std::int64_t rows_received = 0;  // on rank 0
+  std::optional<Error> write_failure;
   for (std::int64_t round = 0; round < rounds; ++round) {
     const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
     const std::int64_t end = std::min(begin + chunk, mine.end);
@@ -131,6 +202,31 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
     }
   }
   comm.agree(write_failure);
+  return infinite;
+}
+
+template <class T>
+std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+                             const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
+                             const std::string& dataset) {
+  const std::int64_t n = g.n;
+  const std::int64_t count = static_cast<std::int64_t>(sources.size());
+  std::vector<dist::Block> blocks;
+  std::int64_t largest = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    blocks.push_back(dist::block_of(count, comm.size(), r));
+    largest = std::max(largest, blocks.back().end - blocks.back().begin);
+  }
+  // One message must stay below 2^31 elements (MPI counts are int); no chunk
+  // is larger than the largest rank's rows.
+  const std::int64_t max_rows = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::numeric_limits<int>::max() / 2) / std::max<std::int64_t>(n, 1));
+  const std::int64_t chunk = std::max<std::int64_t>(1, std::min({options.chunk_rows, max_rows, largest}));
+
+  RowWriters writers = create_output<T>(file, dataset, count, n, options.every_rank_writes, comm);
+  std::int64_t infinite =
+      writers.own ? write_own_rows<T>(g, sources, blocks[comm.rank()], chunk, writers, dataset, comm)
+                  : gather_rows_to_root<T>(g, sources, blocks, chunk, file, dataset, comm);
   comm.sum_in_place(&infinite, 1);
   return infinite;
 }
@@ -153,8 +249,8 @@ std::int64_t write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector
     internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
   });
   if (options.precision == Precision::float32)
-    return write_rows_impl<float>(g, sources, options.chunk_rows, comm, file, dataset);
-  return write_rows_impl<double>(g, sources, options.chunk_rows, comm, file, dataset);
+    return write_rows_impl<float>(g, sources, options, comm, file, dataset);
+  return write_rows_impl<double>(g, sources, options, comm, file, dataset);
 }
 
 template <class T>

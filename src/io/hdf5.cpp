@@ -1180,6 +1180,41 @@ void File::create_dataset(const std::string& dataset, const std::vector<std::int
 }
 
 template <class T>
+std::optional<File::RawExtent> File::create_preallocated_dataset(const std::string& dataset,
+                                                                 const std::vector<std::int64_t>& shape) {
+  static_assert(is_numeric_v<T>, "h5::File::create_preallocated_dataset: unsupported element type");
+  for (auto d : shape)
+    if (d < 0) throw Error(path_, display(dataset), "negative dimension in shape");
+  remove(dataset);
+  create_group(parent_of(dataset));
+  Handle space = simple_space(shape);
+  Handle lcpl = link_create_plist();
+  Handle dcpl = make_plist(H5P_DATASET_CREATE);
+  // Early allocation gives the dataset its extent now (late allocation would
+  // place it at the first write through HDF5, which never comes); no fill, or
+  // HDF5 would write the whole extent once before the ranks write it again.
+  if (H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+      H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
+    fail(path_, dataset, "cannot set the dataset's layout");
+  Handle d = checked(H5Dcreate2(id_, dataset.c_str(), file_type<T>(), space.get(), lcpl.get(), dcpl.get(),
+                                H5P_DEFAULT),
+                     H5Dclose, path_, dataset, "cannot create dataset");
+  if (H5Tequal(file_type<T>(), native_type<T>()) <= 0) return std::nullopt;
+  const haddr_t offset = H5Dget_offset(d.get());
+  if (offset == HADDR_UNDEF) return std::nullopt;  // an empty dataset has no extent
+  // Push the metadata written so far to the file: a writer in another process
+  // then finds the file as large as HDF5 left it, whatever it writes first.
+  if (H5Fflush(id_, H5F_SCOPE_LOCAL) < 0) fail(path_, dataset, "cannot flush the file");
+  const ssize_t length = H5Fget_name(id_, nullptr, 0);
+  if (length < 0) fail(path_, dataset, "cannot read the file's name");
+  std::string on_disk(static_cast<std::size_t>(length) + 1, '\0');
+  H5Fget_name(id_, on_disk.data(), on_disk.size());
+  on_disk.resize(static_cast<std::size_t>(length));
+  // Absolute, so that a process in another working directory finds it too.
+  return RawExtent{std::filesystem::absolute(on_disk).string(), static_cast<std::int64_t>(offset)};
+}
+
+template <class T>
 void File::write_row_range(const std::string& dataset, std::int64_t row_begin, const T* data, std::size_t size) {
   static_assert(is_numeric_v<T>, "h5::File::write_row_range: unsupported element type");
   require_dataset(*this, dataset);
@@ -1283,6 +1318,8 @@ void File::write_bool_attribute(const std::string& object, const std::string& na
                                const std::vector<std::int64_t>&, int);                              \
   template void File::create_dataset<T>(const std::string&, const std::vector<std::int64_t>&, int); \
   template void File::write_row_range<T>(const std::string&, std::int64_t, const T*, std::size_t); \
+  template std::optional<File::RawExtent> File::create_preallocated_dataset<T>(                     \
+      const std::string&, const std::vector<std::int64_t>&);                                        \
   template void File::write_numeric_attribute<T>(const std::string&, const std::string&,           \
                                                  const std::vector<T>&, bool);
 

@@ -61,6 +61,9 @@ TEST(ApspCli, DistancesMatchScipyInBothPrecisionsAndOnThreeRanks) {
   ASSERT_EQ(r32.exit_code, 0) << r32.err;
   const auto r3 = run_kotml({"apsp", dir.file("g.h5"), "-o", dir.file("d3.h5"), "--chunk-rows", "7"}, 3);
   ASSERT_EQ(r3.exit_code, 0) << r3.err;
+  const auto r3root =
+      run_kotml({"apsp", dir.file("g.h5"), "-o", dir.file("d3root.h5"), "--chunk-rows", "7", "--writers", "root"}, 3);
+  ASSERT_EQ(r3root.exit_code, 0) << r3root.err;
   const auto d64 = io::h5::File::open_read(dir.file("d64.h5")).read<double>("distances");
   const auto f32 = io::h5::File::open_read(dir.file("d32.h5"));
   EXPECT_EQ(f32.type("distances").dtype, "float32");
@@ -72,6 +75,7 @@ TEST(ApspCli, DistancesMatchScipyInBothPrecisionsAndOnThreeRanks) {
     EXPECT_EQ(d32[f], static_cast<float>(d64[f]));
   }
   EXPECT_EQ(d3, d32);
+  EXPECT_EQ(io::h5::File::open_read(dir.file("d3root.h5")).read<float>("distances"), d3);
   std::vector<std::int64_t> all(c.n);
   for (std::int64_t i = 0; i < c.n; ++i) all[i] = i;
   EXPECT_EQ(f32.read<std::int64_t>("sources"), all);
@@ -123,6 +127,9 @@ TEST(GraphCli, BadInputIsOneLineAndExitTwo) {
   expect_one_error_line(run_kotml({"apsp", dir.file("four.h5"), "--k", "2", "-o", dir.file("d.h5"),
                                    "--precision", "float16"}),
                         "--precision");
+  expect_one_error_line(run_kotml({"apsp", dir.file("four.h5"), "--k", "2", "-o", dir.file("d.h5"),
+                                   "--writers", "all"}, 2),
+                        "--writers");
   EXPECT_FALSE(test::file_exists(dir.file("g.h5")));
   EXPECT_FALSE(test::file_exists(dir.file("d.h5")));
 }

@@ -6,12 +6,14 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "io_test_support.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/io/hdf5.hpp"
+#include "kotml/io/raw_file.hpp"
 
 using kotml::Error;
 using kotml::io::h5::File;
@@ -105,6 +107,53 @@ TEST(Hdf5, PiecewiseWritesFillACreatedDataset) {
   }
   EXPECT_EQ(File::open_read(path).read<float>("out/d"),
             (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
+// Another process's writes of a dataset's bytes in place, as every apsp rank
+// makes them: the file stays whole HDF5 and holds exactly those values.
+TEST(Hdf5, PreallocatedDatasetIsWrittenInPlace) {
+  TempDir dir;
+  const std::string path = dir.file("raw.h5");
+  {
+    File f = File::create(path);
+    const auto extent = f.create_preallocated_dataset<double>("out/d", {3, 4});
+    ASSERT_TRUE(extent.has_value());
+    EXPECT_EQ(std::filesystem::path(extent->file), std::filesystem::absolute(path));
+    const auto empty = f.create_preallocated_dataset<float>("out/empty", {0, 4});
+    EXPECT_FALSE(empty.has_value());  // no extent to write into
+    auto writer = kotml::io::RawFileWriter::open_existing(extent->file, "shown.h5");
+    ASSERT_TRUE(writer.has_value());
+    // Rows out of order, one of them in two pieces.
+    const std::vector<double> rows = {0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5};
+    writer->write_at(extent->offset + 8 * 8, rows.data() + 8, 4 * 8, "rows 2");
+    writer->write_at(extent->offset, rows.data(), 4 * 8, "row 0");
+    writer->write_at(extent->offset + 4 * 8, rows.data() + 4, 3 * 8, "row 1");
+    writer->write_at(extent->offset + 7 * 8, rows.data() + 7, 8, "row 1");
+    writer->close("out/d");
+    f.write<std::int64_t>("after", {1, 2, 3});  // metadata written after the raw bytes
+    f.close();
+    EXPECT_EQ(File::open_read(path).read<double>("out/d"), rows);
+  }
+  EXPECT_EQ(File::open_read(path).read<std::int64_t>("after"), (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(File::open_read(path).type("out/d").dtype, "float64");
+  EXPECT_FALSE(File::open_read(path).is_compressed("out/d"));
+}
+
+TEST(Hdf5, RawWritesReportWhatFailed) {
+  TempDir dir;
+  EXPECT_FALSE(kotml::io::RawFileWriter::open_existing(dir.file("missing.h5"), "x").has_value());
+  auto full = kotml::io::RawFileWriter::open_existing("/dev/full", "paths.h5");
+  ASSERT_TRUE(full.has_value());
+  const std::vector<char> bytes(4096, 1);
+  try {
+    full->write_at(0, bytes.data(), bytes.size(), "/distances rows 0..9");
+    FAIL() << "a write to /dev/full succeeded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("paths.h5"), std::string::npos) << what;
+    EXPECT_NE(what.find("/distances rows 0..9"), std::string::npos) << what;
+    EXPECT_NE(what.find("No space left"), std::string::npos) << what;
+  }
 }
 
 TEST(Hdf5, StringsVariableAndFixedLength) {

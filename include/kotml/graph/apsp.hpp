@@ -1,12 +1,18 @@
 #pragma once
 // Shortest paths from many sources, split over MPI ranks (contiguous blocks of
 // the source list, dist::block_of) and over Kokkos teams within a rank (one
-// source per team, shortest_paths), streamed into one HDF5 dataset by rank 0.
+// source per team, shortest_paths), streamed into one HDF5 dataset.
 //
-// Ranks work in rounds: each computes its next chunk of rows at the same time,
-// then rank 0 writes its own chunk and receives the others' in rank order. No
+// Each rank computes its rows a chunk at a time and writes each chunk into the
+// dataset in place (rank 0 creates it contiguous and preallocated; the ranks
+// write its bytes with pwrite, at once, each its own rows), so writing scales
+// with the ranks as far as the file system does. Where not every rank can open
+// the file (a path not shared between nodes), rank 0 writes every row instead:
+// ranks work in rounds, each computes its next chunk at the same time, then
+// rank 0 writes its own and receives and writes the others' in rank order. No
 // rank ever holds more than chunk_rows × n values, so the matrix can be far
-// larger than one node's memory; the file holds it whole.
+// larger than one node's memory; the file holds it whole. Both ways write the
+// same bytes.
 
 #include <cstdint>
 #include <string>
@@ -28,12 +34,16 @@ struct ApspOptions {
   /// Rows a rank computes and sends at once (bounded further so one message
   /// stays below 2^31 elements).
   std::int64_t chunk_rows = 256;
+  /// Every rank writes its own rows into the file (false: rank 0 gathers and
+  /// writes them all, as it does anyway where not every rank can open the file).
+  bool every_rank_writes = true;
 };
 
 /// Collective. Writes the lengths from sources[r] to every node as row r of a
 /// (sources × n) dataset. `file` is used on rank 0 only (other ranks may pass
-/// nullptr). A write failure on rank 0 is agreed on after the last round, so no
-/// rank waits forever; every rank then throws the same CollectiveError.
+/// nullptr); the other ranks reach it by its name on disk. A write failure on
+/// any rank is agreed on after its last row, so no rank waits forever; every
+/// rank then throws the same CollectiveError.
 /// Returns, on every rank, how many written lengths are infinite (pairs not
 /// connected, or a length beyond the precision's range).
 std::int64_t write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,

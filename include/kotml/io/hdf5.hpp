@@ -12,6 +12,7 @@
 // Not thread-safe (neither is the serial HDF5 library): call from one host thread.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -185,6 +186,23 @@ class File {
   template <class T>
   void create_dataset(const std::string& dataset, const std::vector<std::int64_t>& shape,
                       int compression_level = 0);
+  /// A dataset of T whose bytes other processes write in place, at the same
+  /// time, each its own rows (kotml apsp: every rank writes its rows of a
+  /// matrix larger than any one rank could gather). It is contiguous and
+  /// uncompressed, its file space is allocated now and never filled, and the
+  /// HDF5 library does not touch that space again. The result names the file as
+  /// it is on disk (an AtomicFile's temporary, not its target) and the byte
+  /// offset of element 0; element e lies at offset + e·sizeof(T), row-major.
+  /// No result (nullopt) where the raw bytes would not be the file's: a host
+  /// whose T is not the file's little-endian type. The dataset then exists all
+  /// the same and write_row_range fills it.
+  struct RawExtent {
+    std::string file;
+    std::int64_t offset = 0;
+  };
+  template <class T>
+  std::optional<RawExtent> create_preallocated_dataset(const std::string& dataset,
+                                                       const std::vector<std::int64_t>& shape);
   /// Writes rows [row_begin, row_begin + data.size()/row_length) of an N-D
   /// dataset created by create_dataset (row = everything after the first axis).
   template <class T>
