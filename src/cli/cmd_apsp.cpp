@@ -153,7 +153,7 @@ Subcommand apsp_subcommand() {
       out.emplace(output);
       file.emplace(io::h5::File::create(*out));
     });
-    const std::int64_t infinite =
+    const graph::ApspWritten written =
         graph::write_shortest_paths(g, sources, options, comm, file ? &*file : nullptr, "distances");
     comm.phase([&] {
       if (!comm.is_root()) return;
@@ -168,14 +168,15 @@ Subcommand apsp_subcommand() {
           {"landmark-start", landmark_start},
           {"k", from_graph ? 0 : option<int>(vm, "k")},
           {"chunk-rows", options.chunk_rows},
-          {"writers", writers},
+          {"writers", written.every_rank_wrote ? "ranks" : "root"},
           {"ranks", comm.size()}};
       file->write_string_attribute("/", "kotml_config", json_text(config));
       file->close();
       out->commit();
     });
     timed.reset();
-    if (infinite > 0 && comm.is_root()) warn_infinite_lengths(g, infinite, static_cast<std::int64_t>(sources.size()), options.precision);
+    if (written.infinite > 0 && comm.is_root())
+      warn_infinite_lengths(g, written.infinite, static_cast<std::int64_t>(sources.size()), options.precision);
     log::out() << "apsp: " << sources.size() << " x " << g.n << " shortest-path lengths ("
                << option<std::string>(vm, "precision") << ", " << comm.size() << " rank"
                << (comm.size() == 1 ? "" : "s") << ") in " << timer.seconds()

@@ -206,7 +206,7 @@ std::int64_t gather_rows_to_root(const CsrGraph<MemSpace>& g, const std::vector<
 }
 
 template <class T>
-std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+ApspWritten write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                              const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
                              const std::string& dataset) {
   const std::int64_t n = g.n;
@@ -224,11 +224,13 @@ std::int64_t write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<Node
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min({options.chunk_rows, max_rows, largest}));
 
   RowWriters writers = create_output<T>(file, dataset, count, n, options.every_rank_writes, comm);
-  std::int64_t infinite =
-      writers.own ? write_own_rows<T>(g, sources, blocks[comm.rank()], chunk, writers, dataset, comm)
-                  : gather_rows_to_root<T>(g, sources, blocks, chunk, file, dataset, comm);
-  comm.sum_in_place(&infinite, 1);
-  return infinite;
+  ApspWritten written;
+  written.every_rank_wrote = writers.own.has_value();
+  written.infinite = written.every_rank_wrote
+                         ? write_own_rows<T>(g, sources, blocks[comm.rank()], chunk, writers, dataset, comm)
+                         : gather_rows_to_root<T>(g, sources, blocks, chunk, file, dataset, comm);
+  comm.sum_in_place(&written.infinite, 1);
+  return written;
 }
 
 }  // namespace
@@ -239,7 +241,7 @@ Precision parse_precision(const std::string& text, const std::string& option) {
   throw Error::option(option, "must be float32 or float64, got '" + text + "'");
 }
 
-std::int64_t write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                                   const ApspOptions& options, const dist::Comm& comm,
                                   io::h5::File* file, const std::string& dataset) {
   comm.phase([&] {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 
 #include "fixture.hpp"
@@ -76,6 +78,14 @@ TEST(ApspCli, DistancesMatchScipyInBothPrecisionsAndOnThreeRanks) {
   }
   EXPECT_EQ(d3, d32);
   EXPECT_EQ(io::h5::File::open_read(dir.file("d3root.h5")).read<float>("distances"), d3);
+  // The configuration says who wrote the rows.
+  const auto writers_of = [&](const std::string& name) {
+    return nlohmann::json::parse(io::h5::File::open_read(dir.file(name)).read_string_attribute("/", "kotml_config"))
+        .at("writers")
+        .get<std::string>();
+  };
+  EXPECT_EQ(writers_of("d3.h5"), "ranks");
+  EXPECT_EQ(writers_of("d3root.h5"), "root");
   std::vector<std::int64_t> all(c.n);
   for (std::int64_t i = 0; i < c.n; ++i) all[i] = i;
   EXPECT_EQ(f32.read<std::int64_t>("sources"), all);

@@ -44,9 +44,15 @@ struct ApspOptions {
 /// nullptr); the other ranks reach it by its name on disk. A write failure on
 /// any rank is agreed on after its last row, so no rank waits forever; every
 /// rank then throws the same CollectiveError.
-/// Returns, on every rank, how many written lengths are infinite (pairs not
-/// connected, or a length beyond the precision's range).
-std::int64_t write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+struct ApspWritten {
+  /// How many written lengths are infinite (pairs not connected, or a length
+  /// beyond the precision's range).
+  std::int64_t infinite = 0;
+  /// Whether every rank wrote its own rows (false: rank 0 wrote them all).
+  bool every_rank_wrote = false;
+};
+/// Returns the same on every rank.
+ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                           const ApspOptions& options, const dist::Comm& comm,
                           io::h5::File* file, const std::string& dataset);
 
