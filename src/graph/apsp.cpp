@@ -247,7 +247,7 @@ ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<
   comm.phase([&] {
     for (NodeId s : sources)
       require(s >= 0 && s < g.n, "", "sources",
-              "source node " + std::to_string(s) + " is not in the graph");
+              [&] { return "source node " + std::to_string(s) + " is not in the graph"; });
     internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
   });
   if (options.precision == Precision::float32)

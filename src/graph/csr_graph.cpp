@@ -174,8 +174,7 @@ CsrGraph<MemSpace> graph_from_csr(std::int64_t n, const std::vector<std::int64_t
               std::to_string(n + 1));
   require(indptr.front() == 0, source, "indptr", "must start at 0");
   for (std::int64_t i = 0; i < n; ++i)
-    require(indptr[i] <= indptr[i + 1], source, "indptr",
-            "decreases at row " + std::to_string(i));
+    require(indptr[i] <= indptr[i + 1], source, "indptr", [&] { return "decreases at row " + std::to_string(i); });
   const std::int64_t nnz = indptr.back();
   require(static_cast<std::int64_t>(indices.size()) == nnz &&
               static_cast<std::int64_t>(data.size()) == nnz,
@@ -187,13 +186,14 @@ CsrGraph<MemSpace> graph_from_csr(std::int64_t n, const std::vector<std::int64_t
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t e = indptr[i]; e < indptr[i + 1]; ++e) {
       const std::int64_t j = indices[e];
-      require(j >= 0 && j < n, source, "indices",
-              "node id " + std::to_string(j) + " in row " + std::to_string(i) +
-                  " is outside [0, " + std::to_string(n) + ")");
-      require(std::isfinite(data[e]) && data[e] >= 0.0, source, "data",
-              "edge (" + std::to_string(i) + ", " + std::to_string(j) +
-                  ") has length " + std::to_string(data[e]) +
-                  "; lengths must be finite and non-negative");
+      require(j >= 0 && j < n, source, "indices", [&] {
+        return "node id " + std::to_string(j) + " in row " + std::to_string(i) + " is outside [0, " +
+               std::to_string(n) + ")";
+      });
+      require(std::isfinite(data[e]) && data[e] >= 0.0, source, "data", [&] {
+        return "edge (" + std::to_string(i) + ", " + std::to_string(j) + ") has length " +
+               std::to_string(data[e]) + "; lengths must be finite and non-negative";
+      });
       from(e) = static_cast<NodeId>(i);
       to(e) = static_cast<NodeId>(j);
       length(e) = data[e];

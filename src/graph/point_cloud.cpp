@@ -14,10 +14,10 @@ void check_values(const PointCloud& cloud, const std::string& path, const std::s
           "the point cloud is empty (" + std::to_string(cloud.n) + " × " +
               std::to_string(cloud.dims) + ")");
   for (std::size_t f = 0; f < cloud.values.size(); ++f)
-    require(std::isfinite(cloud.values[f]), path, element,
-            "row " + std::to_string(f / cloud.dims) + ", column " +
-                std::to_string(f % cloud.dims) + " is not a finite number (" +
-                std::to_string(cloud.values[f]) + ")");
+    require(std::isfinite(cloud.values[f]), path, element, [&] {
+      return "row " + std::to_string(f / cloud.dims) + ", column " + std::to_string(f % cloud.dims) +
+             " is not a finite number (" + std::to_string(cloud.values[f]) + ")";
+    });
 }
 
 std::string anndata_element(const io::AnnDataReader& reader, const std::string& use_rep) {

@@ -113,10 +113,11 @@ void validate_rows(const std::vector<float>& values, std::int64_t first_row, std
     const float v = values[f];
     const std::int64_t i = first_row + static_cast<std::int64_t>(f) / n, j = static_cast<std::int64_t>(f) % n;
     require(!std::isnan(v), file, element,
-            "missing distance (NaN) at row " + std::to_string(i) + ", column " + std::to_string(j));
-    require(v >= 0.0f, file, element,
-            "negative distance " + std::to_string(v) + " at row " + std::to_string(i) +
-                ", column " + std::to_string(j));
+            [&] { return "missing distance (NaN) at row " + std::to_string(i) + ", column " + std::to_string(j); });
+    require(v >= 0.0f, file, element, [&] {
+      return "negative distance " + std::to_string(v) + " at row " + std::to_string(i) + ", column " +
+             std::to_string(j);
+    });
   }
 }
 

@@ -25,8 +25,10 @@ double rel_entr(double a, double b) {
 
 void check_codes(const std::int32_t* codes, std::int64_t m, std::int64_t n_clusters) {
   for (std::int64_t j = 0; j < m; ++j)
-    require(codes[j] >= 0 && codes[j] < n_clusters, "", "",
-            "reference cluster code " + std::to_string(codes[j]) + " outside [0, " + std::to_string(n_clusters) + ")");
+    require(codes[j] >= 0 && codes[j] < n_clusters, "", "", [&] {
+      return "reference cluster code " + std::to_string(codes[j]) + " outside [0, " +
+             std::to_string(n_clusters) + ")";
+    });
 }
 
 }  // namespace
@@ -168,8 +170,9 @@ std::vector<std::uint8_t> distance_sample(const std::vector<std::int32_t>& codes
   if (n_samples < 1) throw Error::option("n-samples", "must be at least 1");
   std::vector<std::vector<std::int64_t>> members(static_cast<std::size_t>(n_clusters));
   for (std::size_t i = 0; i < codes.size(); ++i) {
-    require(codes[i] >= 0 && codes[i] < n_clusters, "", "",
-            "cluster code " + std::to_string(codes[i]) + " outside [0, " + std::to_string(n_clusters) + ")");
+    require(codes[i] >= 0 && codes[i] < n_clusters, "", "", [&] {
+      return "cluster code " + std::to_string(codes[i]) + " outside [0, " + std::to_string(n_clusters) + ")";
+    });
     members[static_cast<std::size_t>(codes[i])].push_back(static_cast<std::int64_t>(i));
   }
   std::vector<std::uint8_t> keep(codes.size(), 0);

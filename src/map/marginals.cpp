@@ -32,8 +32,9 @@ MarginalKind parse_marginal_kind(const std::string& name) {
 std::vector<std::int64_t> cluster_sizes(const std::vector<std::int32_t>& codes, std::int64_t n_clusters) {
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(n_clusters), 0);
   for (const auto c : codes) {
-    require(c >= 0 && c < n_clusters, "", "", "cluster code " + std::to_string(c) + " outside [0, " +
-                                                  std::to_string(n_clusters) + ")");
+    require(c >= 0 && c < n_clusters, "", "", [&] {
+      return "cluster code " + std::to_string(c) + " outside [0, " + std::to_string(n_clusters) + ")";
+    });
     ++sizes[static_cast<std::size_t>(c)];
   }
   return sizes;

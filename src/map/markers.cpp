@@ -67,7 +67,7 @@ GeneTable filter_table(const GeneTable& table, const MarkerThresholds& threshold
     const std::int64_t g = table.gene[r];
     if (!allowed.empty()) {
       require(g >= 0 && g < static_cast<std::int64_t>(allowed.size()), "", "",
-              "a DE table names gene " + std::to_string(g) + ", outside the gene list");
+              [&] { return "a DE table names gene " + std::to_string(g) + ", outside the gene list"; });
       if (!allowed[static_cast<std::size_t>(g)]) continue;
     }
     // Written so that NaN fails every test, as pandas' query does.

@@ -57,6 +57,25 @@ TEST(Error, MessageIsOneLineNamingFileAndElement) {
   EXPECT_NE(what.find("a.h5ad: obs/donor: column not found"), std::string::npos);
 }
 
+// A reason given as a callable is built only when the check fails.
+TEST(Error, RequireBuildsALazyReasonOnlyOnFailure) {
+  int built = 0;
+  const auto reason = [&] {
+    ++built;
+    return std::string("value ") + std::to_string(7) + " is out of range";
+  };
+  kotml::require(true, "f.h5", "x", reason);
+  EXPECT_EQ(built, 0);
+  try {
+    kotml::require(false, "f.h5", "x", reason);
+    FAIL() << "require(false) returned";
+  } catch (const kotml::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f.h5: x: value 7 is out of range"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(built, 1);
+  EXPECT_THROW(kotml::require(false, "f.h5", "x", "a literal reason"), kotml::Error);
+}
+
 namespace {
 
 std::string this_hosts_temporary(const std::string& target, long pid) {

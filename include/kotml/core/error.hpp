@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace kotml {
@@ -89,6 +90,15 @@ class Error : public std::runtime_error {
 inline void require(bool condition, const std::string& file, const std::string& element,
                     const std::string& reason) {
   if (!condition) throw Error(file, element, reason);
+}
+
+/// The same, with the reason built by `reason()` only when the condition fails:
+/// for checks of every element of an input, where building the message on each
+/// pass would cost more than the check (a double formatted per coordinate made
+/// reading a 50,000 × 16 cloud take 0.2 s).
+template <class Reason, class = std::enable_if_t<std::is_invocable_r_v<std::string, Reason&>>>
+inline void require(bool condition, const std::string& file, const std::string& element, Reason&& reason) {
+  if (!condition) throw Error(file, element, reason());
 }
 
 }  // namespace kotml
