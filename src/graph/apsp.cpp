@@ -60,6 +60,32 @@ std::int64_t count_infinite(Kokkos::View<const T**, Kokkos::LayoutRight, MemSpac
   return infinite;
 }
 
+/// One chunk of a rank's rows: its sources, the lengths on the device, and
+/// their host view (the same memory on a host backend).
+template <class T>
+struct RowChunk {
+  RowChunk(std::int64_t chunk, std::int64_t n)
+      : sources_h("kotml::graph::chunk_sources", chunk),
+        memory(sim::answer_buffer<T>("kotml::graph::chunk_rows", static_cast<std::size_t>(chunk * n))),
+        rows(memory.view.data(), chunk, n),
+        host(Kokkos::create_mirror_view(HostSpace(), rows)) {}
+
+  /// The rows of sources[begin, end) into `host`; how many lengths are infinite.
+  std::int64_t compute(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, std::int64_t begin,
+                       std::int64_t end) {
+    const timers::Scope timed("dijkstra");
+    compute_rows<T>(g, sources, begin, end, sources_h, rows);
+    const std::int64_t infinite = count_infinite<T>(rows, end - begin);
+    Kokkos::deep_copy(host, rows);
+    return infinite;
+  }
+
+  Kokkos::View<NodeId*, HostSpace> sources_h;
+  sim::Folded<T, MemSpace> memory;
+  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows;
+  typename Kokkos::View<T**, Kokkos::LayoutRight, MemSpace>::HostMirror host;
+};
+
 /// How the rows reach the file: one writer per rank when every rank can open
 /// the file rank 0 created (each writes its own rows in place), or none, and
 /// rank 0 gathers and writes them all.
@@ -110,25 +136,17 @@ std::int64_t write_own_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeI
                             std::int64_t chunk, RowWriters& writers, const std::string& dataset,
                             const dist::Comm& comm) {
   const std::int64_t n = g.n;
-  Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
-  const auto rows_memory = sim::answer_buffer<T>("kotml::graph::chunk_rows", static_cast<std::size_t>(chunk * n));
-  const Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows(rows_memory.view.data(), chunk, n);
-  const auto own = Kokkos::create_mirror_view(HostSpace(), rows);  // rows itself on the host
+  RowChunk<T> own(chunk, n);
   std::int64_t infinite = 0;  // in this rank's rows
   log::Progress progress("apsp (rank 0's rows)", mine.end - mine.begin, "sources");
   std::optional<Error> write_failure;
   for (std::int64_t begin = mine.begin; begin < mine.end && !write_failure; begin += chunk) {
     const std::int64_t end = std::min(begin + chunk, mine.end);
-    {
-      const timers::Scope timed("dijkstra");
-      compute_rows<T>(g, sources, begin, end, ids_h, rows);
-      infinite += count_infinite<T>(rows, end - begin);
-      Kokkos::deep_copy(own, rows);
-    }
+    infinite += own.compute(g, sources, begin, end);
     const timers::Scope timed("write");
     const std::string what = "/" + dataset + " rows " + std::to_string(begin) + ".." + std::to_string(end - 1);
     try {
-      writers.own->write_at(writers.offset + begin * n * static_cast<std::int64_t>(sizeof(T)), own.data(),
+      writers.own->write_at(writers.offset + begin * n * static_cast<std::int64_t>(sizeof(T)), own.host.data(),
                             static_cast<std::size_t>((end - begin) * n) * sizeof(T), what);
     } catch (const Error& e) {
       write_failure = e;
@@ -156,10 +174,7 @@ std::int64_t gather_rows_to_root(const CsrGraph<MemSpace>& g, const std::vector<
   std::int64_t largest = 0;
   for (const auto& b : blocks) largest = std::max(largest, b.end - b.begin);
   const std::int64_t rounds = (largest + chunk - 1) / chunk;
-  Kokkos::View<NodeId*, HostSpace> ids_h("kotml::graph::chunk_sources", chunk);
-  const auto rows_memory = sim::answer_buffer<T>("kotml::graph::chunk_rows", static_cast<std::size_t>(chunk * n));
-  const Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows(rows_memory.view.data(), chunk, n);
-  const auto own = Kokkos::create_mirror_view(HostSpace(), rows);  // rows itself on the host
+  RowChunk<T> own(chunk, n);
   // Rank 0 receives the others' chunks here; its own it writes from `own`.
   std::vector<T> received(comm.is_root() && comm.size() > 1 ? static_cast<std::size_t>(chunk * n) : 0);
   std::int64_t infinite = 0;  // in this rank's rows
@@ -169,23 +184,18 @@ std::int64_t gather_rows_to_root(const CsrGraph<MemSpace>& g, const std::vector<
   for (std::int64_t round = 0; round < rounds; ++round) {
     const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
     const std::int64_t end = std::min(begin + chunk, mine.end);
-    if (end > begin) {
-      const timers::Scope timed("dijkstra");
-      compute_rows<T>(g, sources, begin, end, ids_h, rows);
-      infinite += count_infinite<T>(rows, end - begin);
-      Kokkos::deep_copy(own, rows);
-    }
+    if (end > begin) infinite += own.compute(g, sources, begin, end);
     const timers::Scope timed("gather and write");
     if (!comm.is_root()) {
       if (end > begin)
-        MPI_Send(own.data(), static_cast<int>((end - begin) * n), mpi_type<T>(), 0, 0, comm.raw());
+        MPI_Send(own.host.data(), static_cast<int>((end - begin) * n), mpi_type<T>(), 0, 0, comm.raw());
       continue;
     }
     for (int r = 0; r < comm.size(); ++r) {
       const std::int64_t rb = std::min(blocks[r].begin + round * chunk, blocks[r].end);
       const std::int64_t re = std::min(rb + chunk, blocks[r].end);
       if (re <= rb) continue;
-      const T* block = own.data();
+      const T* block = own.host.data();
       if (r != 0) {
         MPI_Recv(received.data(), static_cast<int>((re - rb) * n), mpi_type<T>(), r, 0, comm.raw(),
                  MPI_STATUS_IGNORE);
