@@ -1109,16 +1109,22 @@ void File::copy_from(const File& source, const std::string& object) {
 namespace {
 
 /// Creates a dataset of the given type and shape, replacing any old one.
-Handle create_dataset_of(File& file, hid_t type, const std::string& dataset,
-                         const std::vector<std::int64_t>& shape, int compression_level) {
+/// Replaces `dataset` with a new one of this type, shape and creation plist.
+Handle create_dataset_with(File& file, hid_t type, const std::string& dataset,
+                           const std::vector<std::int64_t>& shape, const Handle& dcpl) {
   file.remove(dataset);
   file.create_group(parent_of(dataset));
   Handle space = simple_space(shape);
   Handle lcpl = link_create_plist();
-  Handle dcpl = dataset_create_plist(shape, H5Tget_size(type), compression_level);
   return checked(H5Dcreate2(file.id(), dataset.c_str(), type, space.get(), lcpl.get(), dcpl.get(),
                             H5P_DEFAULT),
                  H5Dclose, file.path(), dataset, "cannot create dataset");
+}
+
+Handle create_dataset_of(File& file, hid_t type, const std::string& dataset,
+                         const std::vector<std::int64_t>& shape, int compression_level) {
+  return create_dataset_with(file, type, dataset, shape,
+                             dataset_create_plist(shape, H5Tget_size(type), compression_level));
 }
 
 void check_shape(const std::string& path, const std::string& dataset, std::size_t count,
@@ -1185,10 +1191,6 @@ std::optional<File::RawExtent> File::create_preallocated_dataset(const std::stri
   static_assert(is_numeric_v<T>, "h5::File::create_preallocated_dataset: unsupported element type");
   for (auto d : shape)
     if (d < 0) throw Error(path_, display(dataset), "negative dimension in shape");
-  remove(dataset);
-  create_group(parent_of(dataset));
-  Handle space = simple_space(shape);
-  Handle lcpl = link_create_plist();
   Handle dcpl = make_plist(H5P_DATASET_CREATE);
   // Early allocation gives the dataset its extent now (late allocation would
   // place it at the first write through HDF5, which never comes); no fill, or
@@ -1196,9 +1198,7 @@ std::optional<File::RawExtent> File::create_preallocated_dataset(const std::stri
   if (H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
       H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
     fail(path_, dataset, "cannot set the dataset's layout");
-  Handle d = checked(H5Dcreate2(id_, dataset.c_str(), file_type<T>(), space.get(), lcpl.get(), dcpl.get(),
-                                H5P_DEFAULT),
-                     H5Dclose, path_, dataset, "cannot create dataset");
+  Handle d = create_dataset_with(*this, file_type<T>(), dataset, shape, dcpl);
   if (H5Tequal(file_type<T>(), native_type<T>()) <= 0) return std::nullopt;
   const haddr_t offset = H5Dget_offset(d.get());
   if (offset == HADDR_UNDEF) return std::nullopt;  // an empty dataset has no extent
