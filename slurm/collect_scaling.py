@@ -12,7 +12,10 @@ Two kinds of runs are read, each giving one markdown table, rows sorted by ranks
 - Runs of perf/scaling/study.py: every <name>.json holding kotml's timers. T(p)
   is the command's time on its slowest rank. Strong: speedup T(p0)·p0 / T(p) and
   efficiency T(p0)·p0 / (p·T(p)); weak (the problem grows with the ranks):
-  efficiency T(p0) / T(p) and scaled speedup (p/p0)·efficiency. Then one column
+  efficiency T(p0) / T(p) and scaled speedup (p/p0)·efficiency; 'weak-work' marks
+  weak runs whose problem grew as the work (study.py --weak-growth work: each
+  rank's share of an all-pairs problem fixed), 'weak' those that grew as the
+  units. Then one column
   per outermost phase of kotml's timer table (mean seconds over ranks), and
   'other', so that the phases add up to the mean total.
 
@@ -52,6 +55,11 @@ def slurm_table(folder):
     return "\n".join(lines)
 
 
+def kind_of(record):
+    """strong, weak (units per rank fixed) or weak-work (work per rank fixed)."""
+    return "weak-work" if record["kind"] == "weak" and record.get("weak_growth") == "work" else record["kind"]
+
+
 def study_runs(folder):
     """The study.py records below the folder, grouped by (command, kind, launcher)."""
     groups = {}
@@ -62,7 +70,7 @@ def study_runs(folder):
             continue
         if not isinstance(record, dict) or "timers" not in record or "ranks" not in record:
             continue
-        groups.setdefault((record["command"], record["kind"], record["launcher"]), []).append(record)
+        groups.setdefault((record["command"], kind_of(record), record["launcher"]), []).append(record)
     return groups
 
 
@@ -89,7 +97,7 @@ def study_table(records):
         seconds["other"] = r["timers"]["other"]["seconds"]["mean"]
         # One simulated host per rank under SimGrid; this machine otherwise.
         nodes = p if r["launcher"] == "smpi" else 1
-        cells = [str(nodes), str(p), r["command"], r["kind"], f"{r['size']} {r['unit']}", f"{t:.4f}",
+        cells = [str(nodes), str(p), r["command"], kind_of(r), f"{r['size']} {r['unit']}", f"{t:.4f}",
                  f"{speedup:.2f}", f"{efficiency:.0%}"]
         cells += [f"{seconds.get(name, 0.0):.4f}" for name in phases]
         lines.append("| " + " | ".join(cells) + " |")

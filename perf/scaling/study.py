@@ -7,7 +7,11 @@
         --launcher smpi --platform perf/scaling/platforms/FILE.xml --host-speed 2.5Gf --out results/gw_smpi
 
 strong: one problem of --size units for every rank count; weak: --per-rank units
-per rank (the problem grows with the ranks). The units are donors (train, train
+per rank (the problem grows with the ranks). Weak problems grow as the units
+(--weak-growth units: p ranks hold p * per-rank units) or as the work
+(--weak-growth work: round(per-rank * sqrt(p)) units, for the commands whose work
+grows as the square of their units: all pairs of donors, of cells or of nodes,
+so that every rank's share of it stays the same). The units are donors (train, train
 in batches mode, distances), cells of each file (map), graph nodes (apsp) and
 points of each cloud (gw, ot). kotml's own outputs go to --out/runs. Each rank
 count writes RUN.json in --out (the fastest of --repeats runs): the command
@@ -23,6 +27,7 @@ cluster, for rank counts this machine does not have). Needs numpy and h5py.
 """
 import argparse
 import json
+import math
 import os
 import pathlib
 import shlex
@@ -41,6 +46,19 @@ ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"
 # (inputs come from make_inputs; OUT is the run's own folder or file stem).
 UNITS = {"train": "donors", "train-batches": "donors", "train-test": "donors", "distances": "donors", "map": "cells",
          "apsp": "nodes", "gw": "points", "ot": "points"}
+# Commands whose work grows as the square of their units (pairs of donors, of
+# cells, of graph nodes); train in batches mode solves within batches of fixed
+# size, so its work grows as its donors.
+QUADRATIC = {"train", "train-test", "distances", "map", "apsp", "gw", "ot"}
+
+
+def problem_size(args, ranks):
+    """Units of the problem at `ranks` ranks."""
+    if args.kind == "strong":
+        return args.size
+    if args.weak_growth == "work":
+        return round(args.per_rank * math.sqrt(ranks))
+    return args.per_rank * ranks
 
 
 def run_checked(argv, env=None, cwd=None):
@@ -137,6 +155,9 @@ def parse_arguments(argv):
     p.add_argument("--kind", required=True, choices=["strong", "weak"])
     p.add_argument("--size", type=int, help="strong: units of the one problem")
     p.add_argument("--per-rank", type=int, help="weak: units per rank")
+    p.add_argument("--weak-growth", choices=["units", "work"], default="units",
+                   help="weak: p * per-rank units (units), or round(per-rank * sqrt(p)) units so that each rank's "
+                        "share of an all-pairs problem stays the same (work)")
     p.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default 1,2)")
     p.add_argument("--out", required=True, type=pathlib.Path, help="study folder (RUN.json per run)")
     p.add_argument("--launcher", choices=["mpirun", "smpi"], default="mpirun")
@@ -164,6 +185,8 @@ def parse_arguments(argv):
     args = p.parse_args(argv)
     if (args.kind == "strong") != (args.size is not None) or (args.kind == "weak") != (args.per_rank is not None):
         p.error("strong studies take --size, weak ones --per-rank")
+    if args.weak_growth == "work" and (args.kind != "weak" or args.command not in QUADRATIC):
+        p.error(f"--weak-growth work is for weak studies of {', '.join(sorted(QUADRATIC))}")
     if args.launcher == "smpi" and not (args.platform and args.host_speed):
         p.error("--launcher smpi needs --platform and --host-speed")
     if args.launcher != "smpi" and (args.smpi_samples or args.smpi_fold):
@@ -182,7 +205,7 @@ def main(argv):
     (args.out / "runs").mkdir(exist_ok=True)
     env = dict(os.environ, **ROOT_ENV)
     for ranks in args.ranks:
-        size = args.size if args.kind == "strong" else args.per_rank * ranks
+        size = problem_size(args, ranks)
         name = f"{args.command}_{args.kind}_p{ranks}"
         best = None
         for repeat in range(args.repeats):
@@ -201,6 +224,7 @@ def main(argv):
         record = {
             "study": args.out.name, "command": args.command, "kind": args.kind, "ranks": ranks,
             "unit": UNITS[args.command], "size": size, "per_rank": args.per_rank,
+            "weak_growth": args.weak_growth if args.kind == "weak" else None,
             "launcher": args.launcher, "platform": args.platform, "host_speed": args.host_speed,
             "smpi_samples": args.smpi_samples, "smpi_fold": args.smpi_fold,
             "fixed_iterations": args.fixed_iterations, "cost_storage": args.cost_storage,

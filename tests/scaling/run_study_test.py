@@ -3,8 +3,9 @@
 
     run_study_test.py KOTML SOURCE_DIR
 
-A strong train study (8 donors) and a weak apsp study (150 nodes per rank), at
-1 and 2 ranks; then the tables must hold what the runs' timers say (time on the
+A strong train study (8 donors), a weak apsp study (150 nodes per rank) and a
+weak apsp study grown by its work (150 * sqrt(p) nodes: 150, 212), at 1 and 2
+ranks; then the tables must hold what the runs' timers say (time on the
 slowest rank, speedup and efficiency by their definitions, phases and 'other'
 adding up to the mean total), and --plots must draw three non-trivial PNGs per
 study. Exit 0 passed, 1 failed, 77 skipped.
@@ -49,14 +50,15 @@ def check_study(folder, kind, problems):
             problems.append(f"{folder.name}: row {row} is not the run at {p} ranks")
         if abs(float(row["time (s)"]) - t[p - 1]) > 1e-4:
             problems.append(f"{folder.name}: time {row['time (s)']} is not the slowest rank's {t[p - 1]}")
-        efficiency = t[0] / t[p - 1] if kind == "weak" else t[0] / (p * t[p - 1])
+        efficiency = t[0] / t[p - 1] if kind.startswith("weak") else t[0] / (p * t[p - 1])
         if abs(float(row["efficiency"].rstrip("%")) - 100 * efficiency) > 0.51:
             problems.append(f"{folder.name}: efficiency {row['efficiency']} at {p} ranks, expected {efficiency:.0%}")
         phases = sum(float(v) for k, v in row.items() if k.endswith("(s)") and k != "time (s)")
         if abs(phases - record["timers"]["total_seconds"]["mean"]) > 1e-3 + 1e-3 * phases:
             problems.append(f"{folder.name}: the phases add up to {phases}, not the mean total "
                             f"{record['timers']['total_seconds']['mean']}")
-        if record["size"] != (150 * p if kind == "weak" else 8):
+        expected_size = {"strong": 8, "weak": 150 * p, "weak-work": round(150 * p ** 0.5)}[kind]
+        if record["size"] != expected_size:
             problems.append(f"{folder.name}: size {record['size']} at {p} ranks")
     for figure in ("time", "efficiency", "phases"):
         png = folder / "plots" / f"{records[0]['command']}_{kind}_mpirun_{figure}.png"
@@ -73,7 +75,16 @@ with tempfile.TemporaryDirectory() as work:
          "--out", work / "train"], work)
     run([*study, "--command", "apsp", "--kind", "weak", "--per-rank", "150", "--out", work / "apsp"], work)
     check_study(work / "train", "strong", problems)
+    run([*study, "--command", "apsp", "--kind", "weak", "--weak-growth", "work", "--per-rank", "150", "--out",
+         work / "apsp_work"], work)
     check_study(work / "apsp", "weak", problems)
+    # Batches of fixed size: the work grows as the donors, so growth by work is refused.
+    refused = subprocess.run([str(a) for a in [*study, "--command", "train-batches", "--kind", "weak",
+                                                "--weak-growth", "work", "--per-rank", "8", "--out",
+                                                work / "batches"]], capture_output=True, text=True)
+    if refused.returncode != 2 or "--weak-growth work is for" not in refused.stderr:
+        problems.append(f"train-batches with --weak-growth work: exit {refused.returncode}, {refused.stderr!r}")
+    check_study(work / "apsp_work", "weak-work", problems)
 for problem in problems:
     print("FAILED:", problem)
 print("passed" if not problems else f"{len(problems)} problem(s)")
