@@ -36,7 +36,7 @@ void fill_range(Kokkos::View<NodeId*, MemSpace> ids, std::int64_t first) {
 /// Dijkstra from each source costs about the same on a connected graph, so a
 /// sampled simulation times a few and charges the rest (sim::like_items).
 template <class T>
-void compute_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, std::int64_t first,
+void compute_rows(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources, std::int64_t first,
                   std::int64_t last, Kokkos::View<NodeId*, HostSpace> ids_h,
                   Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows) {
   for (std::int64_t r = first; r < last; ++r) ids_h(r - first) = sources[r];
@@ -71,7 +71,7 @@ struct RowChunk {
         host(Kokkos::create_mirror_view(HostSpace(), rows)) {}
 
   /// The rows of sources[begin, end) into `host`; how many lengths are infinite.
-  std::int64_t compute(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, std::int64_t begin,
+  std::int64_t compute(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources, std::int64_t begin,
                        std::int64_t end) {
     const timers::Scope timed("dijkstra");
     compute_rows<T>(g, sources, begin, end, sources_h, rows);
@@ -132,10 +132,10 @@ RowWriters create_output(io::h5::File* file, const std::string& dataset, std::in
 /// file in place: no rank waits for another, and the writes of P ranks proceed
 /// at once (a parallel file system's bandwidth, not one node's).
 template <class T>
-std::int64_t write_own_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, dist::Block mine,
+std::int64_t write_own_rows(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources, dist::Block mine,
                             std::int64_t chunk, RowWriters& writers, const std::string& dataset,
                             const dist::Comm& comm) {
-  const std::int64_t n = g.n;
+  const std::int64_t n = g.graph.n;
   RowChunk<T> own(chunk, n);
   std::int64_t infinite = 0;  // in this rank's rows
   log::Progress progress("apsp (rank 0's rows)", mine.end - mine.begin, "sources");
@@ -166,10 +166,10 @@ std::int64_t write_own_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeI
 /// rank 0 writes its own chunk and receives and writes the others' in rank
 /// order. For files that not every rank can reach.
 template <class T>
-std::int64_t gather_rows_to_root(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+std::int64_t gather_rows_to_root(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources,
                                  const std::vector<dist::Block>& blocks, std::int64_t chunk, io::h5::File* file,
                                  const std::string& dataset, const dist::Comm& comm) {
-  const std::int64_t n = g.n;
+  const std::int64_t n = g.graph.n;
   const dist::Block mine = blocks[comm.rank()];
   std::int64_t largest = 0;
   for (const auto& b : blocks) largest = std::max(largest, b.end - b.begin);
@@ -234,11 +234,16 @@ ApspWritten write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeI
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min({options.chunk_rows, max_rows, largest}));
 
   RowWriters writers = create_output<T>(file, dataset, count, n, options.every_rank_writes, comm);
+  LocalityOrderedGraph ordered{g, {}};  // the graph's own ids
+  if (options.locality_order) {
+    const timers::Scope timed("node order");
+    ordered = locality_ordered(g, comm.spans_world());
+  }
   ApspWritten written;
   written.every_rank_wrote = writers.own.has_value();
   written.infinite = written.every_rank_wrote
-                         ? write_own_rows<T>(g, sources, blocks[comm.rank()], chunk, writers, dataset, comm)
-                         : gather_rows_to_root<T>(g, sources, blocks, chunk, file, dataset, comm);
+                         ? write_own_rows<T>(ordered, sources, blocks[comm.rank()], chunk, writers, dataset, comm)
+                         : gather_rows_to_root<T>(ordered, sources, blocks, chunk, file, dataset, comm);
   comm.sum_in_place(&written.infinite, 1);
   return written;
 }

@@ -58,12 +58,13 @@ Landmarks farthest_point_landmarks(const CsrGraph<MemSpace>& g, std::int64_t cou
   Kokkos::View<double*, MemSpace> nearest(no_init("kotml::graph::landmark_nearest"), g.n);
   Kokkos::deep_copy(nearest, kmath::infinity<double>());
   Kokkos::View<NodeId*, MemSpace> source("kotml::graph::landmark_source", 1);
+  const LocalityOrderedGraph ordered = locality_ordered(g, false);
   NodeId next = start;
   for (std::int64_t l = 0; l < chosen; ++l) {
     result.nodes.push_back(next);
     Kokkos::deep_copy(source, next);
     auto row = Kokkos::subview(result.distances, Kokkos::make_pair(l, l + 1), Kokkos::ALL());
-    shortest_paths<double>(g, source, row);
+    shortest_paths<double>(ordered, source, row);
     fold_nearest(result.distances, l, nearest);
     next = farthest_node(nearest);
   }

@@ -134,9 +134,9 @@ class DijkstraDistances final : public DistanceProvider {
  public:
   DijkstraDistances(const graph::CsrGraph<MemSpace>& g, std::int64_t cache_rows,
                     const dist::Comm& comm)
-      : g_(g), cache_rows_(std::max<std::int64_t>(cache_rows, 1)), comm_(&comm) {}
+      : g_(graph::locality_ordered(g, false)), cache_rows_(std::max<std::int64_t>(cache_rows, 1)), comm_(&comm) {}
 
-  std::int64_t size() const override { return g_.n; }
+  std::int64_t size() const override { return g_.graph.n; }
   std::int64_t dijkstra_runs() const override { return runs_; }
 
   void distances(const std::vector<NodeId>& anchors, std::int64_t first_row,
@@ -163,7 +163,7 @@ class DijkstraDistances final : public DistanceProvider {
   void reserve(std::int64_t needed) {
     const std::int64_t capacity = std::max(cache_rows_, needed);
     if (static_cast<std::int64_t>(cache_.extent(0)) >= capacity) return;
-    DistanceBlock grown(no_init("kotml::gw::dijkstra_cache"), capacity, g_.n);
+    DistanceBlock grown(no_init("kotml::gw::dijkstra_cache"), capacity, g_.graph.n);
     if (cache_.extent(0) > 0)
       Kokkos::deep_copy(Kokkos::subview(grown, Kokkos::make_pair(std::size_t(0), cache_.extent(0)),
                                         Kokkos::ALL()),
@@ -199,18 +199,18 @@ class DijkstraDistances final : public DistanceProvider {
     runs_ += count;
     const auto mine = dist::block_of(count, comm_->size(), comm_->rank());
     const std::vector<NodeId> my_sources(missing.begin() + mine.begin, missing.begin() + mine.end);
-    DistanceBlock rows(no_init("kotml::gw::dijkstra_rows"), my_sources.size(), g_.n);
+    DistanceBlock rows(no_init("kotml::gw::dijkstra_rows"), my_sources.size(), g_.graph.n);
     graph::shortest_paths<float>(g_, to_device(my_sources), rows);
     if (comm_->size() == 1) {
       store_rows(rows, to_device(slots), cache_);
       return;
     }
-    DistanceBlock all(no_init("kotml::gw::dijkstra_all_rows"), count, g_.n);
+    DistanceBlock all(no_init("kotml::gw::dijkstra_all_rows"), count, g_.graph.n);
     allgather_rows(*comm_, rows, all);
     store_rows(all, to_device(slots), cache_);
   }
 
-  graph::CsrGraph<MemSpace> g_;
+  graph::LocalityOrderedGraph g_;  // Dijkstra's rows, in the caller's node ids
   std::int64_t cache_rows_;
   const dist::Comm* comm_;
   DistanceBlock cache_;

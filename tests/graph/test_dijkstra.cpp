@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "fixture.hpp"
@@ -12,6 +13,7 @@
 #include "kotml/graph/dijkstra.hpp"
 #include "kotml/graph/knn_graph.hpp"
 #include "kotml/graph/landmarks.hpp"
+#include "kotml/graph/node_order.hpp"
 
 using namespace kotml;
 using namespace kotml::graph;
@@ -157,4 +159,159 @@ TEST(GraphFromCsr, RejectsBadArrays) {
   EXPECT_THROW(graph_from_csr(2, {0, 2, 1}, indices, {1.0, 1.0}, "g"), Error);
   EXPECT_THROW(graph_from_csr(3, indptr, indices, {1.0, 1.0}, "g"), Error);
   EXPECT_NO_THROW(graph_from_csr(2, indptr, indices, {1.0, 1.0}, "g"));
+}
+
+namespace {
+
+struct HostCsr {
+  std::vector<EdgeOffset> offsets;
+  std::vector<NodeId> neighbors;
+  std::vector<double> weights;
+};
+
+HostCsr host_csr(const CsrGraph<MemSpace>& g) {
+  const auto o = Kokkos::create_mirror_view_and_copy(HostSpace(), g.offsets);
+  const auto nb = Kokkos::create_mirror_view_and_copy(HostSpace(), g.neighbors);
+  const auto w = Kokkos::create_mirror_view_and_copy(HostSpace(), g.weights);
+  return {std::vector<EdgeOffset>(o.data(), o.data() + o.extent(0)),
+          std::vector<NodeId>(nb.data(), nb.data() + nb.extent(0)),
+          std::vector<double>(w.data(), w.data() + w.extent(0))};
+}
+
+/// A path 0-1-...-(n-1) whose nodes carry shuffled ids, lengths 1 + step/10.
+CsrGraph<MemSpace> shuffled_path(std::int64_t n, std::vector<NodeId>& id_of_step) {
+  id_of_step.resize(static_cast<std::size_t>(n));
+  std::iota(id_of_step.begin(), id_of_step.end(), NodeId(0));
+  std::shuffle(id_of_step.begin(), id_of_step.end(), std::mt19937_64(7));
+  std::vector<std::vector<std::pair<NodeId, double>>> rows(static_cast<std::size_t>(n));
+  for (std::int64_t s = 0; s + 1 < n; ++s) {
+    const NodeId a = id_of_step[s], b = id_of_step[s + 1];
+    rows[a].push_back({b, 1.0 + 0.1 * s});
+    rows[b].push_back({a, 1.0 + 0.1 * s});
+  }
+  std::vector<std::int64_t> indptr = {0}, indices;
+  std::vector<double> data;
+  for (auto& row : rows) {
+    std::sort(row.begin(), row.end());
+    for (const auto& [v, w] : row) {
+      indices.push_back(v);
+      data.push_back(w);
+    }
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  return graph_from_csr(n, indptr, indices, data, "path");
+}
+
+/// Shortest paths on the locality-ordered graph are the bits of those on g.
+template <class T>
+void expect_same_rows(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources, const std::string& name) {
+  const auto ordered = locality_ordered(g, false);
+  Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> plain("plain", sources.size(), g.n),
+      renamed("renamed", sources.size(), g.n);
+  shortest_paths<T>(g, node_list(sources), plain);
+  shortest_paths<T>(ordered, node_list(sources), renamed);
+  const auto a = Kokkos::create_mirror_view_and_copy(HostSpace(), plain);
+  const auto b = Kokkos::create_mirror_view_and_copy(HostSpace(), renamed);
+  std::int64_t finite = 0;
+  for (std::size_t r = 0; r < sources.size(); ++r)
+    for (std::int64_t v = 0; v < g.n; ++v) {
+      ASSERT_EQ(a(r, v), b(r, v)) << name << " source " << sources[r] << " node " << v;  // inf == inf too
+      finite += std::isfinite(a(r, v)) && a(r, v) > 0;
+    }
+  EXPECT_GT(finite, g.n) << name;  // not a trivial comparison
+}
+
+}  // namespace
+
+TEST(NodeOrder, CuthillMckeeLaysAShuffledPathOutInOrder) {
+  std::vector<NodeId> id_of_step;
+  const auto g = shuffled_path(60, id_of_step);
+  const NodeOrder order = cuthill_mckee_order(g);
+  ASSERT_EQ(order.old_of_new.size(), 60u);
+  for (NodeId i = 0; i < 60; ++i) EXPECT_EQ(order.new_of_old[order.old_of_new[i]], i);
+  // Both ends have one neighbour; the smaller id starts, and the walk is the path.
+  const bool forward = id_of_step.front() < id_of_step.back();
+  for (std::int64_t s = 0; s < 60; ++s)
+    EXPECT_EQ(order.old_of_new[forward ? s : 59 - s], id_of_step[s]) << "step " << s;
+  const auto renamed = relabelled(g, order);
+  EXPECT_TRUE(is_canonical_undirected(renamed));
+  const auto h = host_csr(renamed);
+  for (NodeId i = 0; i < 60; ++i)
+    for (EdgeOffset e = h.offsets[i]; e < h.offsets[i + 1]; ++e) EXPECT_EQ(std::abs(h.neighbors[e] - i), 1);
+}
+
+TEST(NodeOrder, RelabellingKeepsEveryEdgeAndLength) {
+  const auto c = test::load_graph_case("random60_directed");  // unreachable nodes, several components
+  const auto g = reference_graph(c);
+  const NodeOrder order = cuthill_mckee_order(g);
+  const auto before = host_csr(g), after = host_csr(relabelled(g, order));
+  ASSERT_EQ(before.neighbors.size(), after.neighbors.size());
+  for (NodeId i = 0; i < static_cast<NodeId>(c.n); ++i) {
+    const NodeId u = order.old_of_new[i];
+    std::vector<std::pair<NodeId, double>> expected, got;
+    for (EdgeOffset e = before.offsets[u]; e < before.offsets[u + 1]; ++e)
+      expected.push_back({order.new_of_old[before.neighbors[e]], before.weights[e]});
+    for (EdgeOffset e = after.offsets[i]; e < after.offsets[i + 1]; ++e)
+      got.push_back({after.neighbors[e], after.weights[e]});
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(got, expected) << "new node " << i;  // rows come sorted by the new ids
+  }
+}
+
+TEST(NodeOrder, ShortestPathsGiveTheBitsOfTheGraphBeforeRelabelling) {
+  for (const std::string name : {"spiral100_k5", "blobs80_k3", "random60_directed"}) {
+    const auto c = test::load_graph_case(name);
+    const auto g = reference_graph(c);
+    expect_same_rows<double>(g, all_nodes(c.n), name);
+    expect_same_rows<float>(g, all_nodes(c.n), name);
+  }
+  // A larger kNN graph of a noisy 3-D roll in random order, where the order moves
+  // most nodes far from their input position.
+  const std::int64_t n = 1500;
+  Matrix<double> x("roll", n, 3);
+  auto h = Kokkos::create_mirror_view(x);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double t = 4.7 * (1.0 + 2.0 * u(rng));
+    h(i, 0) = t * std::cos(t);
+    h(i, 1) = 20.0 * u(rng);
+    h(i, 2) = t * std::sin(t);
+  }
+  Kokkos::deep_copy(x, h);
+  const auto g = build_knn_graph(x, 6);
+  expect_same_rows<double>(g, {0, 1, 777, 1499, 0}, "roll");
+  expect_same_rows<float>(g, {5, 900}, "roll");
+}
+
+TEST(NodeOrder, LandmarksAndTheirRowsAreTheSameInEitherOrder) {
+  // farthest_point_landmarks runs on the ordered graph; its choices are in the
+  // caller's ids and match torchgw above. Here: the rows equal plain Dijkstra's.
+  const auto c = test::load_graph_case("blobs80_k3");
+  const auto g = reference_graph(c);
+  const auto lm = farthest_point_landmarks(g, 6);
+  Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> plain("plain", lm.nodes.size(), c.n);
+  shortest_paths<double>(g, node_list(lm.nodes), plain);
+  const auto a = Kokkos::create_mirror_view_and_copy(HostSpace(), plain);
+  const auto b = Kokkos::create_mirror_view_and_copy(HostSpace(), lm.distances);
+  for (std::size_t l = 0; l < lm.nodes.size(); ++l)
+    for (std::int64_t v = 0; v < c.n; ++v) ASSERT_EQ(a(l, v), b(l, v)) << "landmark " << l << " node " << v;
+}
+
+TEST(NodeOrder, EachComponentFromItsSmallestDegreeNeighboursByDegreeThenId) {
+  // Edges 0-3, 0-6, 0-2, 2-1, 2-4, 2-5, 1-7 and an isolated node 8 (degree 0,
+  // so its component comes first). The other starts at 3 (degree 1, smallest
+  // id); 0's new neighbours go 6 (degree 1) before 2 (degree 4); 2's go 4, 5
+  // (degree 1, by id) before 1 (degree 2).
+  const std::vector<std::pair<int, int>> edges = {{0, 3}, {0, 6}, {0, 2}, {2, 1}, {2, 4}, {2, 5}, {1, 7}};
+  std::vector<std::vector<std::int64_t>> rows(9);
+  for (const auto& [a, b] : edges) rows[a].push_back(b);
+  std::vector<std::int64_t> indptr = {0}, indices;
+  for (auto& row : rows) {
+    std::sort(row.begin(), row.end());
+    indices.insert(indices.end(), row.begin(), row.end());
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  const auto g = graph_from_csr(9, indptr, indices, std::vector<double>(indices.size(), 1.0), "small");
+  EXPECT_EQ(cuthill_mckee_order(g).old_of_new, (std::vector<NodeId>{8, 3, 0, 6, 2, 4, 5, 1, 7}));
 }

@@ -37,6 +37,9 @@ struct ApspOptions {
   /// Every rank writes its own rows into the file (false: rank 0 gathers and
   /// writes them all, as it does anyway where not every rank can open the file).
   bool every_rank_writes = true;
+  /// Run Dijkstra on the graph relabelled in Cuthill–McKee order
+  /// (node_order.hpp): the same lengths, fewer cache misses on large graphs.
+  bool locality_order = true;
 };
 
 /// Collective. Writes the lengths from sources[r] to every node as row r of a
