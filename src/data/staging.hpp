@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kotml/core/device_copy.hpp"
 #include "kotml/core/types.hpp"
 
 namespace kotml::data::detail {
@@ -19,9 +20,7 @@ using HostUnmanagedMatrix =
 
 template <class T>
 Vector<T> to_device(const std::string& label, const std::vector<T>& host) {
-  Vector<T> device(no_init(label), host.size());
-  Kokkos::deep_copy(device, HostUnmanagedVector<const T>(host.data(), host.size()));
-  return device;
+  return device_copy_of<Vector<T>>(host, label.c_str());
 }
 
 template <class T>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kotml/core/device_copy.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/core/simulation.hpp"
@@ -10,12 +11,7 @@
 namespace kotml::graph {
 namespace {
 
-Kokkos::View<NodeId*, MemSpace> to_device(const std::vector<NodeId>& ids, const char* label) {
-  Kokkos::View<NodeId*, MemSpace> out(no_init(label), ids.size());
-  Kokkos::View<const NodeId*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(ids.data(), ids.size());
-  Kokkos::deep_copy(out, host);
-  return out;
-}
+using Ids = Kokkos::View<NodeId*, MemSpace>;
 
 /// One row of the relabelled graph: its entries renamed, then sorted by the new
 /// ids (insertion sort: kNN rows hold tens of entries).
@@ -89,13 +85,11 @@ NodeOrder cuthill_mckee_order(const CsrGraph<MemSpace>& g) {
   return order;
 }
 
-CsrGraph<MemSpace> relabelled(const CsrGraph<MemSpace>& g, const NodeOrder& order) {
+namespace {
+
+/// g with node old_of_new(i) renamed i (both maps on the device).
+CsrGraph<MemSpace> relabel_on_device(const CsrGraph<MemSpace>& g, Ids old_of_new, Ids new_of_old) {
   const ProfilingRegion region("kotml::graph::relabelled");
-  internal_check(static_cast<std::int64_t>(order.old_of_new.size()) == g.n &&
-                     static_cast<std::int64_t>(order.new_of_old.size()) == g.n,
-                 "relabelled: the order is not one of this graph's nodes");
-  const auto old_of_new = to_device(order.old_of_new, "kotml::graph::old_of_new");
-  const auto new_of_old = to_device(order.new_of_old, "kotml::graph::new_of_old");
   CsrGraph<MemSpace> out;
   out.n = g.n;
   Kokkos::View<EdgeOffset*, MemSpace> offsets("kotml::graph::relabelled_offsets", g.n + 1);
@@ -119,9 +113,22 @@ CsrGraph<MemSpace> relabelled(const CsrGraph<MemSpace>& g, const NodeOrder& orde
   return out;
 }
 
+}  // namespace
+
+CsrGraph<MemSpace> relabelled(const CsrGraph<MemSpace>& g, const NodeOrder& order) {
+  internal_check(static_cast<std::int64_t>(order.old_of_new.size()) == g.n &&
+                     static_cast<std::int64_t>(order.new_of_old.size()) == g.n,
+                 "relabelled: the order is not one of this graph's nodes");
+  return relabel_on_device(g, device_copy_of<Ids>(order.old_of_new, "kotml::graph::old_of_new"),
+                           device_copy_of<Ids>(order.new_of_old, "kotml::graph::new_of_old"));
+}
+
 LocalityOrderedGraph locality_ordered(const CsrGraph<MemSpace>& g, bool same_everywhere) {
   const NodeOrder order = cuthill_mckee_order(g);
-  LocalityOrderedGraph out{relabelled(g, order), to_device(order.new_of_old, "kotml::graph::new_of_old")};
+  const Ids new_of_old = device_copy_of<Ids>(order.new_of_old, "kotml::graph::new_of_old");
+  LocalityOrderedGraph out{
+      relabel_on_device(g, device_copy_of<Ids>(order.old_of_new, "kotml::graph::old_of_new"), new_of_old),
+      new_of_old};
   auto& keep = out.graph.shared_memory;
   out.graph.offsets = sim::shared_copy("kotml::graph::ordered_offsets", out.graph.offsets, same_everywhere, keep);
   out.graph.neighbors = sim::shared_copy("kotml::graph::ordered_neighbors", out.graph.neighbors, same_everywhere, keep);

@@ -5,6 +5,7 @@
 #include <list>
 #include <unordered_map>
 
+#include "kotml/core/device_copy.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
 #include "kotml/graph/apsp.hpp"
@@ -17,11 +18,7 @@ namespace {
 
 using Ids = Kokkos::View<NodeId*, MemSpace>;
 
-Ids to_device(const std::vector<NodeId>& ids) {
-  Kokkos::View<NodeId*, HostSpace> h("kotml::gw::ids_host", ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) h(i) = ids[i];
-  return Kokkos::create_mirror_view_and_copy(MemSpace(), h);
-}
+Ids to_device(const std::vector<NodeId>& ids) { return device_copy_of<Ids>(ids, "kotml::gw::ids"); }
 
 /// out(i, m) = rows(first + i, anchors(m)).
 void gather_columns(DistanceBlock rows, std::int64_t first, Ids anchors, DistanceBlock out) {

@@ -1108,7 +1108,6 @@ void File::copy_from(const File& source, const std::string& object) {
 
 namespace {
 
-/// Creates a dataset of the given type and shape, replacing any old one.
 /// Replaces `dataset` with a new one of this type, shape and creation plist.
 Handle create_dataset_with(File& file, hid_t type, const std::string& dataset,
                            const std::vector<std::int64_t>& shape, const Handle& dcpl) {
@@ -1121,6 +1120,7 @@ Handle create_dataset_with(File& file, hid_t type, const std::string& dataset,
                  H5Dclose, file.path(), dataset, "cannot create dataset");
 }
 
+/// Creates a dataset of the given type and shape, replacing any old one.
 Handle create_dataset_of(File& file, hid_t type, const std::string& dataset,
                          const std::vector<std::int64_t>& shape, int compression_level) {
   return create_dataset_with(file, type, dataset, shape,

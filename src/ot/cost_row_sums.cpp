@@ -57,8 +57,8 @@ std::vector<double> cost_row_sums(const CloudBatch<T>& clouds, const BatchLayout
   Kokkos::parallel_for("kotml::ot::cost_row_sums",
                        Kokkos::TeamPolicy<ExecSpace>(static_cast<int>(pairs.size()), Kokkos::AUTO),
                        RowSums<T>{clouds.points(), pool.points_t, clouds.device_table(),
-                                  detail::device_copy_of<Vector<std::int32_t>>(src, "kotml::ot::sources"),
-                                  detail::device_copy_of<Vector<std::int32_t>>(tgt, "kotml::ot::targets"),
+                                  device_copy_of<Vector<std::int32_t>>(src, "kotml::ot::sources"),
+                                  device_copy_of<Vector<std::int32_t>>(tgt, "kotml::ot::targets"),
                                   layout.device_row_offset, pool.norms, row_sum, cost});
   Kokkos::View<double*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(out.data(), out.size());
   Kokkos::deep_copy(host, row_sum);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kotml/core/device_copy.hpp"
 #include "kotml/core/math.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/ot/cost.hpp"
@@ -58,15 +59,6 @@ struct PoolViews {
 };
 template <class T>
 PoolViews pool_views(const Matrix<const T>& points, Cost kind);
-
-/// A device copy of a host vector.
-template <class V>
-V device_copy_of(const std::vector<typename V::value_type>& host, const char* label) {
-  V v(no_init(label), host.size());
-  Kokkos::deep_copy(v, Kokkos::View<const typename V::value_type*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                           host.data(), host.size()));
-  return v;
-}
 
 template <class Member, class P, class Other, class Write>
 KOKKOS_INLINE_FUNCTION double cost_row(const Member& team, Cost kind, const Matrix<const P>& points,

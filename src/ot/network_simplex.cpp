@@ -456,8 +456,8 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
     }
     active_count[static_cast<std::size_t>(c)] = count;
   }
-  const auto active_device = detail::device_copy_of<Vector<std::int32_t>>(active, "kotml::ot::emd_active");
-  const auto compact_device = detail::device_copy_of<Vector<std::int32_t>>(compact, "kotml::ot::emd_compact");
+  const auto active_device = device_copy_of<Vector<std::int32_t>>(active, "kotml::ot::emd_active");
+  const auto compact_device = device_copy_of<Vector<std::int32_t>>(compact, "kotml::ot::emd_compact");
   const detail::PoolViews pool = detail::pool_views<T>(clouds.points(), cost);
   const Vector<double>& norms = pool.norms;
   const Matrix<double>& points_t = pool.points_t;
@@ -562,7 +562,7 @@ EmdBatchResult emd(const CloudBatch<T>& clouds, const std::vector<Pair>& pairs, 
     std::stable_sort(members.begin(), members.end(), [&](std::int64_t x, std::int64_t y) {
       return arcs_of(chunk_begin + x) > arcs_of(chunk_begin + y);
     });
-    const auto order = detail::device_copy_of<Vector<std::int64_t>>(members, "kotml::ot::emd_order");
+    const auto order = device_copy_of<Vector<std::int64_t>>(members, "kotml::ot::emd_order");
     const EmdSolve<T> solve{order,          slots,          cost_buffer,          state_buffer,
                             nodes,          active_device,  compact_device,       clouds.weights(),
                             warm_basis,     options.max_iter, result.cost,        result.status,

@@ -382,8 +382,8 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     source_host[u] = pairs[u].source;
     target_host[u] = pairs[u].target;
   }
-  const auto source = detail::device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(source_host, "kotml::ot::pair_source");
-  const auto target = detail::device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(target_host, "kotml::ot::pair_target");
+  const auto source = device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(source_host, "kotml::ot::pair_source");
+  const auto target = device_copy_of<Kokkos::View<std::int32_t*, MemSpace>>(target_host, "kotml::ot::pair_target");
   Kokkos::parallel_for("kotml::ot::sinkhorn_weights", Kokkos::RangePolicy<ExecSpace>(0, n_problems),
                        FillWeights<T>{layout.device_row_offset, layout.device_col_offset, source, target,
                                       clouds.device_table(), clouds.weights(), state.a, state.log_a,
@@ -433,7 +433,7 @@ SinkhornBatchResult<T> sinkhorn(const CloudBatch<T>& clouds, const std::vector<P
     for (std::int64_t u = 0; u < n_problems; ++u)
       result.plan_offset[u + 1] = result.plan_offset[u] + layout.rows(u) * layout.cols(u);
     result.plan = Vector<T>(no_init("kotml::ot::sinkhorn_plans"), result.plan_offset.back());
-    plan_offset_device = detail::device_copy_of<Vector<std::int64_t>>(result.plan_offset, "kotml::ot::plan_offset");
+    plan_offset_device = device_copy_of<Vector<std::int64_t>>(result.plan_offset, "kotml::ot::plan_offset");
   }
   Matrix<const T> gradient_points;
   if (options.point_gradients) {
@@ -643,7 +643,7 @@ SinkhornSummary DenseSinkhorn<T>::solve(const Matrix<const T>& C, const Vector<c
   Vector<const std::int64_t> plan_offset;
   if (options.keep_plan) {
     plan_flat = Vector<T>(plan.data(), static_cast<std::size_t>(n * m));
-    plan_offset = detail::device_copy_of<Vector<std::int64_t>>(zero, "kotml::ot::dense_plan_offset");
+    plan_offset = device_copy_of<Vector<std::int64_t>>(zero, "kotml::ot::dense_plan_offset");
   }
   Vector<const T> cost_flat(C.data(), static_cast<std::size_t>(n * m));
   const detail::SinkhornProblem<T> problem{slots, cost_flat, cost_t_, options, epsilon, {plan_flat, plan_offset}, {}};
