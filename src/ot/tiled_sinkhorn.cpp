@@ -14,6 +14,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/progress.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/core/simulation.hpp"
@@ -382,6 +383,21 @@ struct TiledSinkhorn<T>::Impl {
 
   // ----------------------------------------------------------- sweeps
 
+  // The engine's own phases, nested in the caller's (`kotml map`'s "solve"
+  // shows "solve/tiles", "solve/allreduce", "solve/error"): the tile sweeps,
+  // which are all of the O(rows·m) work; the allreduces of fixed-point column
+  // totals (and of column maxima, gradients, block sums), whose size is m on
+  // every rank whatever the rank count; and the error checks. What is left of
+  // the caller's phase is host work on the potentials, O(rows + m) per
+  // half-step.
+
+  /// A tile sweep's kernels as sim::compute runs them, timed as "tiles".
+  template <class Body, class... Outputs>
+  void compute(const char* site, Body&& body, const Outputs&... outputs) {
+    const timers::Scope timed("tiles");
+    sim::compute(site, std::forward<Body>(body), outputs...);
+  }
+
   /// The row sweep at eps into lse_row, guessing each row's shift from its last
   /// log-sum-exp where there is one (cost sums take none), redo flags cleared.
   detail::RowSweep<T> row_sweep(double eps, bool cost_sums) {
@@ -402,7 +418,7 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_rows(double eps, bool cost_sums) {
     const auto sweep = row_sweep(eps, cost_sums);
-    sim::compute("kotml::ot::tiled_rows", [&] {
+    compute("kotml::ot::tiled_rows", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
     }, lse_row, redone);
@@ -427,7 +443,7 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_columns(double eps, bool max_mode) {
     detail::ColumnSweep<T> sweep{data, u, static_cast<T>(1.0 / eps), shift, top, limbs, max_mode};
-    sim::compute("kotml::ot::tiled_columns", [&] {
+    compute("kotml::ot::tiled_columns", [&] {
       if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
       Kokkos::parallel_for("kotml::ot::tiled_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
                            sweep);
@@ -438,6 +454,7 @@ struct TiledSinkhorn<T>::Impl {
 
   /// `top` (per padded column, this rank's maxima), maximised over ranks.
   typename Vector<T>::HostMirror all_column_maxima() {
+    const timers::Scope timed("allreduce");
     auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), top);
     if (comm->size() > 1)
       MPI_Allreduce(MPI_IN_PLACE, host.data(), static_cast<int>(host.extent(0)),
@@ -458,6 +475,7 @@ struct TiledSinkhorn<T>::Impl {
   /// exactly over ranks; returns them in double.
   template <class Fixed>
   std::vector<double> reduce_limbs(const detail::Limbs& source, std::int64_t values) const {
+    const timers::Scope timed("allreduce");
     return dist::allreduce_fixed<Fixed>(comm, source, values);
   }
 
@@ -592,7 +610,7 @@ struct TiledSinkhorn<T>::Impl {
     const detail::JointSweep<T> sweep{row_sweep(eps, false), joint.log_a, eps,       options.tau_a,
                                       joint.f,               u,           shift,     joint.strips,
                                       joint.slots_state};
-    sim::compute("kotml::ot::tiled_joint", [&] {
+    compute("kotml::ot::tiled_joint", [&] {
       start_slots();
       Kokkos::parallel_for("kotml::ot::tiled_joint", detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
@@ -614,7 +632,7 @@ struct TiledSinkhorn<T>::Impl {
     if (!have_shift) exact_shifts(eps);
     else set_shifts_from(col_lse);
     const detail::BothSweep<T> sweep{row_sweep(eps, false), u, shift, limbs};
-    sim::compute("kotml::ot::tiled_both", [&] {
+    compute("kotml::ot::tiled_both", [&] {
       Kokkos::deep_copy(limbs, std::int64_t(0));
       Kokkos::parallel_for("kotml::ot::tiled_both", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()), sweep);
       Kokkos::fence();
@@ -655,7 +673,7 @@ struct TiledSinkhorn<T>::Impl {
                                  selected_only ? Kokkos::View<const std::int32_t*, MemSpace>(sc.selected)
                                                : Kokkos::View<const std::int32_t*, MemSpace>(),
                                  {}};
-    sim::compute("kotml::ot::tiled_scaling_kernel", [&] {
+    compute("kotml::ot::tiled_scaling_kernel", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_scaling_kernel", detail::tile_policy(data.row_tiles, 0), sweep);
       Kokkos::fence();
     });
@@ -672,7 +690,7 @@ struct TiledSinkhorn<T>::Impl {
       if (b[k] > 0 && std::isfinite(g[k])) sc.g_bar[k] = g[k];
     round_and_upload(sc.g_bar, sc.g_bar_d);
     detail::RowRangeSweep<T> ranges{data, sc.g_bar_d, sc.low, sc.span};
-    sim::compute("kotml::ot::tiled_scaling_ranges", [&] {
+    compute("kotml::ot::tiled_scaling_ranges", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_scaling_ranges",
                            detail::tile_policy(data.row_tiles, ranges.scratch_bytes()), ranges);
       Kokkos::fence();
@@ -789,7 +807,7 @@ struct TiledSinkhorn<T>::Impl {
     ProfilingRegion region("kotml::ot::tiled_scaling_row_update");
     upload_column_scalings(eps);
     detail::ScalingRowSweep<T> sweep{data, sc.kernel, sc.beta, lse_row};
-    sim::compute("kotml::ot::tiled_scaling_rows", [&] {
+    compute("kotml::ot::tiled_scaling_rows", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_scaling_rows", detail::tile_policy(data.row_tiles, sweep.scratch_bytes()),
                            sweep);
       Kokkos::fence();
@@ -840,7 +858,7 @@ struct TiledSinkhorn<T>::Impl {
                                                  columns.size());
     detail::copy_to(listed, columns);
     detail::KernelSweep<T> sweep{data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), {}, listed};
-    sim::compute("kotml::ot::tiled_scaling_absorb_columns", [&] {
+    compute("kotml::ot::tiled_scaling_absorb_columns", [&] {
       Kokkos::parallel_for("kotml::ot::tiled_scaling_absorb_columns", detail::tile_policy(data.row_tiles, 0), sweep);
       Kokkos::fence();
     });
@@ -893,7 +911,7 @@ struct TiledSinkhorn<T>::Impl {
 
   void launch_scaling_columns(bool max_mode) {
     detail::ScalingColumnSweep<T> sweep{data, sc.kernel, sc.alpha, sc.scale, top, limbs, max_mode};
-    sim::compute("kotml::ot::tiled_scaling_columns", [&] {
+    compute("kotml::ot::tiled_scaling_columns", [&] {
       if (!max_mode) Kokkos::deep_copy(limbs, std::int64_t(0));
       Kokkos::parallel_for("kotml::ot::tiled_scaling_columns", detail::tile_policy(data.col_tiles, sweep.scratch_bytes()),
                            sweep);
@@ -982,7 +1000,7 @@ struct TiledSinkhorn<T>::Impl {
         {data, sc.kernel, sc.beta, lse_row},
         {data, sc.kernel, sc.f_bar_d, sc.g_bar_d, static_cast<T>(1.0 / eps), sc.selected, {}},
         sc.f_bar_d, sc.selected, joint.log_a, eps, options.tau_a, joint.f, sc.alpha, sc.scale, joint.slots_state};
-    sim::compute("kotml::ot::tiled_scaling_joint", [&] {
+    compute("kotml::ot::tiled_scaling_joint", [&] {
       start_slots();
       Kokkos::parallel_for("kotml::ot::tiled_scaling_joint",
                            detail::tile_policy(joint.slots, sweep.scratch_bytes()), sweep);
@@ -1072,6 +1090,7 @@ struct TiledSinkhorn<T>::Impl {
   }
 
   double error(bool both_sides) {
+    const timers::Scope timed("error");
     const double cols = side_error(g, col_lse, b, options.tau_b, false);
     if (!both_sides) return cols;
     return side_error(f, row_lse, a, options.tau_a, true) + cols;

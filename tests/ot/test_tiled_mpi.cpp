@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
 #include "tiled_test_support.hpp"
 
@@ -144,6 +147,41 @@ TEST(TiledSinkhornRanks, RelativeEpsilonScaledEuclideanWithAnIdleRank) {
   o.epsilon_init = 30;
   o.epsilon_decay = 0.85;
   expect_rank_independent<double>({100, 90, 3, Cost::euclidean, false, o});
+}
+
+TEST(TiledSinkhornRanks, SolveTimesItsTilesAllreducesAndChecksInsideTheCallersPhase) {
+  // The scaling study reads these nested phases (perf/scaling): every tile
+  // sweep is one call of "tiles", every error check one of "error", and every
+  // column update at least one allreduce, on every rank, rows or none.
+  const dist::Comm world;
+  const auto x = test::random_cloud(100, 4, 101);
+  const auto y = test::random_cloud(290, 4, 102);
+  PointCost cost;
+  cost.kind = Cost::sqeuclidean;
+  const RowBlock mine = RowBlock::of(x.n, world.size(), world.rank());
+  test::DevicePoints<double> dx(x, mine.begin, mine.count), dy(y);
+  auto options = with(0.2, 1.0, DualUpdates::alternating, CostStorage::online, 40);
+  options.threshold = 0;
+  TiledSinkhorn<double> solver(world, mine, dx.view(), dy.view(), cost, options);
+  timers::reset();
+  TiledSinkhornReport report;
+  {
+    const auto solve = timers::scope("solve");
+    report = solver.solve();
+  }
+  std::map<std::string, timers::PhaseTime> by_name;
+  for (const auto& p : timers::phases()) by_name[p.name] = p;
+  ASSERT_EQ(by_name.count("solve/tiles"), 1u);
+  ASSERT_EQ(by_name.count("solve/allreduce"), 1u);
+  ASSERT_EQ(by_name.count("solve/error"), 1u);
+  EXPECT_EQ(report.iterations, 40);
+  EXPECT_EQ(by_name["solve/tiles"].calls, report.tile_sweeps);
+  EXPECT_EQ(by_name["solve/error"].calls, static_cast<std::int64_t>(report.errors.size()));
+  EXPECT_GE(by_name["solve/allreduce"].calls, report.iterations);
+  const double inside =
+      by_name["solve/tiles"].seconds + by_name["solve/allreduce"].seconds + by_name["solve/error"].seconds;
+  EXPECT_LE(inside, by_name["solve"].seconds);
+  EXPECT_EQ(by_name["solve"].calls, 1);
 }
 
 }  // namespace
