@@ -206,6 +206,12 @@ double Comm::max(double local) const {
   return result;
 }
 
+void Comm::max_in_place(double* values, std::size_t count) const {
+  if (count > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw InternalError("max_in_place: " + std::to_string(count) + " values pass the int range of MPI counts");
+  MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_DOUBLE, MPI_MAX, comm_);
+}
+
 double Comm::min(double local) const {
   double result = 0;
   MPI_Allreduce(&local, &result, 1, MPI_DOUBLE, MPI_MIN, comm_);

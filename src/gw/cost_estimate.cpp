@@ -1,6 +1,7 @@
 #include "kotml/gw/cost_estimate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "gw_kernels.hpp"
@@ -8,24 +9,46 @@
 namespace kotml::gw {
 namespace {
 
-/// TorchGW's fix and scale of one block, whose rows are spread over ranks: its
-/// maximum and its infinities are counted over all of them.
-template <class S>
-void normalise(DistanceBlock raw, Matrix<S> out, const dist::Comm& comm) {
-  double top = detail::block_max_finite(raw);
-  std::int64_t infinite = detail::block_count_infinite(raw);
-  std::int64_t entries = static_cast<std::int64_t>(raw.size());
-  if (comm.size() > 1) {
-    top = comm.max(top);
-    infinite = comm.sum(infinite);
-    entries = comm.sum(entries);
+/// What TorchGW's fix and scale of one block needs from the whole block,
+/// whose rows are spread over ranks: its largest finite entry, and whether it
+/// has infinite and finite entries. All are maxima (flags as 0 or 1), so both
+/// blocks take one collective of six values (block_scales).
+struct BlockScale {
+  double top;           // the largest finite entry; the lowest double when none
+  double any_infinite;  // 1 when an entry is +inf
+  double any_finite;    // 1 when an entry is finite
+};
+
+BlockScale local_scale(DistanceBlock raw) {
+  const std::int64_t infinite = detail::block_count_infinite(raw);
+  const auto entries = static_cast<std::int64_t>(raw.size());
+  return {detail::block_max_finite(raw), infinite > 0 ? 1.0 : 0.0, infinite < entries ? 1.0 : 0.0};
+}
+
+/// Both blocks' scales over all ranks, in one allreduce.
+std::array<BlockScale, 2> block_scales(DistanceBlock dx_raw, DistanceBlock dy_raw, const dist::Comm& comm) {
+  std::array<BlockScale, 2> scales{local_scale(dx_raw), local_scale(dy_raw)};
+  if (comm.size() == 1) return scales;
+  double packed[6];
+  for (std::size_t b = 0; b < 2; ++b) {
+    packed[3 * b] = scales[b].top;
+    packed[3 * b + 1] = scales[b].any_infinite;
+    packed[3 * b + 2] = scales[b].any_finite;
   }
-  // A reduction's identity is the lowest double, not -inf: decide by counts.
-  const bool any_finite = infinite < entries;
+  comm.max_in_place(packed, 6);
+  for (std::size_t b = 0; b < 2; ++b) scales[b] = {packed[3 * b], packed[3 * b + 1], packed[3 * b + 2]};
+  return scales;
+}
+
+/// +inf entries become 1.5 × the largest finite one (1 when there is none),
+/// then the block is divided by its largest entry.
+template <class S>
+void normalise(DistanceBlock raw, const BlockScale& scale, Matrix<S> out) {
+  const bool any_finite = scale.any_finite > 0;
   float fill = 0.0f;
-  float divisor = any_finite ? static_cast<float>(top) : 0.0f;
-  if (infinite > 0) {
-    fill = any_finite ? static_cast<float>(top) * 1.5f : 1.0f;
+  float divisor = any_finite ? static_cast<float>(scale.top) : 0.0f;
+  if (scale.any_infinite > 0) {
+    fill = any_finite ? static_cast<float>(scale.top) * 1.5f : 1.0f;
     divisor = std::max(fill, divisor);
   }
   detail::normalise_block<S>(raw, fill, divisor > 0.0f ? divisor : 0.0f, out);
@@ -53,8 +76,9 @@ CostEstimate<S>::CostEstimate(std::int64_t rows, std::int64_t k, std::int64_t m,
 template <class S>
 double CostEstimate<S>::build(DistanceBlock dx_raw, DistanceBlock dy_own_raw, Matrix<S> lambda,
                               const dist::Comm& comm) {
-  normalise<S>(dx_raw, dx_, comm);
-  normalise<S>(dy_own_raw, dy_own_, comm);
+  const auto scales = block_scales(dx_raw, dy_own_raw, comm);
+  normalise<S>(dx_raw, scales[0], dx_);
+  normalise<S>(dy_own_raw, scales[1], dy_own_);
   detail::mean_squares<S>(dx_, row_sq_);
   detail::mean_squares<S>(dy_own_, col_sq_own_);
   if (comm.size() > 1) {

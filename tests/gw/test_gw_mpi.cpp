@@ -8,6 +8,7 @@
 
 #include "kotml/graph/knn_graph.hpp"
 #include "kotml/gw/anchor_sampling.hpp"
+#include "kotml/gw/cost_estimate.hpp"
 #include "kotml/gw/generators.hpp"
 #include "kotml/gw/row_partition.hpp"
 #include "kotml/gw/sampled_gw.hpp"
@@ -123,4 +124,45 @@ TEST(GwAcrossRanks, AnchorPairsAreTheSame) {
   const auto y = b.draw(block(0, n), 0, mass, 5, 2);
   EXPECT_EQ(x.source, y.source);
   EXPECT_EQ(x.target, y.target);
+}
+
+TEST(GwAcrossRanks, CostEstimateOfSplitRowsIsTheWholeBlocks) {
+  // The blocks' maxima and infinities are taken over every rank: infinities
+  // sit in the first source row and the last target row only (so on one rank
+  // each), and the largest finite entries on other ranks' rows.
+  const dist::Comm world;
+  const dist::Comm self(MPI_COMM_SELF);
+  const std::int64_t n = 140, k = 70, m = 9;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<float> u(0.0f, 2.0f);
+  std::vector<float> dx(n * m), dy(k * m);
+  for (auto& v : dx) v = u(rng);
+  for (auto& v : dy) v = u(rng);
+  dx[3] = inf;
+  dx[(n / 2) * m + 1] = 7.5f;
+  dy[(k - 1) * m + 4] = inf;
+  dy[5] = 6.0f;
+  auto block = [](const std::vector<float>& v, std::int64_t begin, std::int64_t end, std::int64_t cols) {
+    DistanceBlock d("raw", end - begin, cols);
+    auto h = Kokkos::create_mirror_view(d);
+    for (std::int64_t i = begin; i < end; ++i)
+      for (std::int64_t t = 0; t < cols; ++t) h(i - begin, t) = v[static_cast<std::size_t>(i * cols + t)];
+    Kokkos::deep_copy(d, h);
+    return d;
+  };
+  const auto rows = plan_rows(n, world.size(), world.rank());
+  const auto targets = plan_rows(k, world.size(), world.rank());
+  CostEstimate<float> shared(rows.end - rows.begin, k, m, world), alone(n, k, m, self);
+  Matrix<float> lambda_shared("lambda", rows.end - rows.begin, k), lambda_alone("lambda", n, k);
+  const double top_shared =
+      shared.build(block(dx, rows.begin, rows.end, m), block(dy, targets.begin, targets.end, m), lambda_shared, world);
+  const double top_alone = alone.build(block(dx, 0, n, m), block(dy, 0, k, m), lambda_alone, self);
+  EXPECT_EQ(top_shared, top_alone);
+  auto mine = Kokkos::create_mirror_view_and_copy(HostSpace(), lambda_shared);
+  auto whole = Kokkos::create_mirror_view_and_copy(HostSpace(), lambda_alone);
+  std::int64_t differing = 0;
+  for (std::int64_t i = rows.begin; i < rows.end; ++i)
+    for (std::int64_t j = 0; j < k; ++j) differing += mine(i - rows.begin, j) != whole(i, j);
+  EXPECT_EQ(differing, 0);
 }

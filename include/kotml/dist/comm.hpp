@@ -105,6 +105,9 @@ class Comm {
   /// exact, the limbs of fixed-point totals).
   void sum_in_place(std::int64_t* values, std::size_t count) const;
   double max(double local) const;
+  /// values[0..count) maximised element-wise over ranks, in place (several
+  /// maxima, or flags as 0/1, in one collective).
+  void max_in_place(double* values, std::size_t count) const;
   double min(double local) const;
   std::int64_t max(std::int64_t local) const;
   bool any(bool local) const;
