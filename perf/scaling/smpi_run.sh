@@ -16,6 +16,9 @@
 #                      times N Dijkstra sources per rank and charges their mean for the rest.
 #                      For problems whose compute would take hours here; the outputs are then
 #                      not the answer
+#   --recorded R       with --samples: the tiled Sinkhorn records R iterations (each from the
+#                      same state) and charges each compute block the mean of its R runs
+#                      (default 1)
 #   --fold             fold the buffers that every rank holds alike (the reference's features,
 #                      y's packed copy, apsp's points, neighbours and graph; with --samples also
 #                      apsp's output rows): every rank's allocation at one site maps the same
@@ -38,7 +41,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-ranks="" platform="" host_speed="" json="" log="" kotml="$root/build/smpi/src/kotml" samples=0 fold=0
+ranks="" platform="" host_speed="" json="" log="" kotml="$root/build/smpi/src/kotml" samples=0 recorded=1 fold=0
 extra_cfg=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "smpi_run.sh: $*" >&2; exit 2; }
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --kotml) kotml=${2:?}; shift 2 ;;
     --cfg) extra_cfg+=("--cfg=${2:?}"); shift 2 ;;
     --samples) samples=${2:?}; shift 2 ;;
+    --recorded) recorded=${2:?}; shift 2 ;;
     --fold) fold=1; shift ;;
     -h|--help) usage ;;
     --) shift; break ;;
@@ -62,6 +66,7 @@ done
 [ $# -gt 0 ] || die "no kotml arguments after --"
 [[ "$ranks" =~ ^[1-9][0-9]*$ ]] || die "--ranks: a positive integer, not '$ranks'"
 [[ "$samples" =~ ^[0-9]+$ ]] || die "--samples: a count of runs, not '$samples'"
+[[ "$recorded" =~ ^[1-9][0-9]{0,2}$ ]] || die "--recorded: a count of iterations from 1 to 999, not '$recorded'"
 [ -f "$platform" ] || die "no platform file $platform"
 [ -f "$kotml" ] || die "no SMPI build of kotml at $kotml: cmake --preset smpi && cmake --build --preset smpi"
 command -v smpirun >/dev/null || die "smpirun not found: apt-get install -y libsimgrid-dev simgrid"
@@ -145,17 +150,19 @@ status=0
 # One BLAS thread (kotml also asks OpenBLAS for one): the simulated ranks take turns on one core.
 # smpirun puts the per-rank copies of kotml and of the privatised libraries in $TMPDIR (and
 # finds them there through LD_LIBRARY_PATH): the scratch folder, removed at the end.
-TMPDIR="$scratch" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 KOTML_SMPI_SAMPLES="$samples" KOTML_SMPI_FOLD="$fold" \
+TMPDIR="$scratch" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 KOTML_SMPI_SAMPLES="$samples" KOTML_SMPI_RECORDED="$recorded" \
+  KOTML_SMPI_FOLD="$fold" \
   "${cmd[@]}" >"$logfile" 2>&1 || status=$?
 end=$(date +%s.%N)
 [ "$log" = /dev/stderr ] && cat "$logfile" >&2
 
 if [ -n "$json" ]; then
   python3 - "$json" "$logfile" "$timers" "$status" "$ranks" "$platform" "$host_speed" "$start" "$end" \
-    "$privatize" "$samples" "$fold" "${cmd[@]}" <<'EOF'
+    "$privatize" "$samples" "$recorded" "$fold" "${cmd[@]}" <<'EOF'
 import json, re, sys
-out, logfile, timers_path, status, ranks, platform, host_speed, start, end, privatize, samples, fold = sys.argv[1:13]
-cmd = sys.argv[13:]
+out, logfile, timers_path, status, ranks, platform, host_speed, start, end, privatize, samples, recorded, fold = \
+    sys.argv[1:14]
+cmd = sys.argv[14:]
 text = open(logfile, errors="replace").read()
 def number(pattern):
     m = re.search(pattern, text)
@@ -168,6 +175,7 @@ record = {
     "privatize_libs": privatize.split(";"),
     "command": cmd,
     "sampled_runs": int(samples),  # 0: every compute block ran
+    "recorded_iterations": int(recorded),
     "folded": fold == "1",
     "exit_status": int(status),
     # SMPI's smpi/display-timing lines

@@ -142,6 +142,8 @@ def kotml_arguments(args, kotml, size, inputs, run):
 def launcher_argv(args, ranks, kotml_args):
     if args.launcher == "smpi":
         sampling = ["--samples", str(args.smpi_samples)] if args.smpi_samples else []
+        if args.smpi_samples and args.smpi_recorded > 1:
+            sampling += ["--recorded", str(args.smpi_recorded)]
         if args.smpi_fold:
             sampling.append("--fold")
         return [str(ROOT / "perf" / "scaling" / "smpi_run.sh"), "--ranks", str(ranks), "--platform", args.platform,
@@ -175,6 +177,9 @@ def parse_arguments(argv):
                    help="map: kotml's --cost-storage (default: kotml's own, automatic)")
     p.add_argument("--smpi-samples", type=int, default=0,
                    help="smpi: sampled compute blocks, N real runs each (smpi_run.sh --samples)")
+    p.add_argument("--smpi-recorded", type=int, default=1,
+                   help="smpi, with --smpi-samples: iterations the tiled Sinkhorn records, each compute block "
+                        "charged the mean of its runs (smpi_run.sh --recorded)")
     p.add_argument("--smpi-fold", action="store_true", help="smpi: folded buffers (smpi_run.sh --fold)")
     p.add_argument("--fixed-iterations", action="store_true",
                    help="map: run all --iterations (--threshold 0); needed with --smpi-samples, where the "
@@ -191,6 +196,8 @@ def parse_arguments(argv):
         p.error("--launcher smpi needs --platform and --host-speed")
     if args.launcher != "smpi" and (args.smpi_samples or args.smpi_fold):
         p.error("--smpi-samples and --smpi-fold are for --launcher smpi")
+    if not 1 <= args.smpi_recorded <= 999 or (args.smpi_recorded > 1 and not args.smpi_samples):
+        p.error("--smpi-recorded takes 1 to 999 iterations, and more than 1 only with --smpi-samples")
     if args.smpi_samples and args.command == "map" and not args.fixed_iterations:
         p.error("--smpi-samples needs --fixed-iterations for map (sampled sweeps cannot converge)")
     args.ranks = [int(r) for r in args.ranks.split(",")]
@@ -226,7 +233,7 @@ def main(argv):
             "unit": UNITS[args.command], "size": size, "per_rank": args.per_rank,
             "weak_growth": args.weak_growth if args.kind == "weak" else None,
             "launcher": args.launcher, "platform": args.platform, "host_speed": args.host_speed,
-            "smpi_samples": args.smpi_samples, "smpi_fold": args.smpi_fold,
+            "smpi_samples": args.smpi_samples, "smpi_recorded": args.smpi_recorded, "smpi_fold": args.smpi_fold,
             "fixed_iterations": args.fixed_iterations, "cost_storage": args.cost_storage,
             "wall_seconds": wall, "timers": timers, "argv": argv, "machine": describe_machine(),
         }

@@ -84,6 +84,12 @@ with tempfile.TemporaryDirectory() as work:
                                                 work / "batches"]], capture_output=True, text=True)
     if refused.returncode != 2 or "--weak-growth work is for" not in refused.stderr:
         problems.append(f"train-batches with --weak-growth work: exit {refused.returncode}, {refused.stderr!r}")
+    # Recorded iterations belong to sampled simulated runs.
+    refused = subprocess.run([str(a) for a in [*study, "--command", "map", "--kind", "weak", "--per-rank", "100",
+                                                "--smpi-recorded", "3", "--out", work / "map"]],
+                             capture_output=True, text=True)
+    if refused.returncode != 2 or "--smpi-recorded takes" not in refused.stderr:
+        problems.append(f"--smpi-recorded without --smpi-samples: exit {refused.returncode}, {refused.stderr!r}")
     check_study(work / "apsp_work", "weak-work", problems)
 for problem in problems:
     print("FAILED:", problem)

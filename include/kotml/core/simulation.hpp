@@ -7,8 +7,10 @@
 // alike (the reference's features, y's packed copy) is P copies in one
 // address space. SimGrid's SMPI has two remedies, used here and nowhere else:
 //  * sampling: an iterative solve runs its first N iterations for real,
-//    records the next one (each compute block in it timed, its outputs kept),
-//    and replays the rest: before each replayed iteration the solver restores
+//    records the next one (each compute block in it timed, its outputs kept;
+//    KOTML_SMPI_RECORDED=R records R from the same state and charges each
+//    block the mean of its R runs), and replays the rest: before each
+//    replayed iteration the solver restores
 //    its state as it was before the recorded one, and each compute block is
 //    skipped, its recorded outputs put back and its recorded time charged to
 //    the simulated clock (SMPI_SAMPLE_LOCAL). A replay is thus the recorded

@@ -6,9 +6,11 @@
 // sampled by their site alone, outside any Replay, and timed here (their first
 // item, cold, is not part of the mean). SMPI_SAMPLE_LOCAL_TAG
 // keys a block by this file, the tag, the line and the rank: the recorded
-// iteration's run of a block is its one timed trip (N = 1 below), and every
-// later trip with the same key (the same block at the same place of a replayed
-// iteration) is skipped and charged that time, its kept outputs copied back.
+// iteration's run of a block is its timed trip, and every later trip with the
+// same key (the same block at the same place of a replayed iteration) is
+// skipped and charged that time, its kept outputs copied back. With
+// KOTML_SMPI_RECORDED=R the first R-1 replays run their blocks for real too
+// (SMPI benchmarks R trips of each key) and the rest are charged the mean.
 // A block that a replay reaches first (the error check of a block of inner
 // iterations, say) runs once for real and is replayed after. The globals are
 // per rank: smpirun loads a copy of kotml per rank (smpi/privatization:dlopen).
@@ -38,6 +40,24 @@ int parse_runs() {
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
   return end != nullptr && *end == '\0' && value > 0 && value < 1000000 ? static_cast<int>(value) : 0;
+}
+
+int parse_recorded() {
+  const char* text = std::getenv("KOTML_SMPI_RECORDED");
+  if (text == nullptr || *text == '\0') return 1;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  return end != nullptr && *end == '\0' && value > 0 && value < 1000 ? static_cast<int>(value) : 1;
+}
+
+/// KOTML_SMPI_RECORDED (default 1): how many iterations a sampled solve
+/// records. Each starts from the state before the first (the solver restores
+/// it), so each meets the same blocks in the same order, and SMPI runs every
+/// block that many times for real and charges each later trip their mean. One
+/// trip carries this machine's noise into every replay; more average it out.
+int recorded_trips() {
+  static const int trips = parse_recorded();
+  return trips;
 }
 
 bool parse_fold() {
@@ -90,7 +110,7 @@ void sampled_block(const char* site, const std::function<void()>& body, std::vec
       std::string(site).substr(0, 90) + "#" + std::to_string(state.solve) + "." + std::to_string(state.ordinal++);
   const char* key = tag.c_str();
   bool ran = false;
-  SMPI_SAMPLE_LOCAL_TAG(int trip = 0, trip < 1, ++trip, 1, -1.0, key) {
+  SMPI_SAMPLE_LOCAL_TAG(int trip = 0, trip < 1, ++trip, recorded_trips(), -1.0, key) {
     body();
     ran = true;
   }

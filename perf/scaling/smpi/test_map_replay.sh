@@ -5,7 +5,8 @@
 # is recorded, and the other 28 replay it; the error checks after iterations
 # 10, 20 and 30 are all replays, so they must print one and the same error,
 # the error that the same run without sampling prints after its second
-# iteration: a replay that drifted from the recorded iteration would not.
+# iteration: a replay that drifted from the recorded iteration would not. The
+# same holds when three iterations are recorded (--recorded 3).
 #
 #   test_map_replay.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
 set -eu
@@ -30,3 +31,14 @@ errors=$(sed -n 's/.*sinkhorn: iteration [123]0, error \([^ ]*\)$/\1/p' "$work/m
 [ -n "$second" ] && [ "$(echo "$errors" | head -1)" = "$second" ] ||
   { echo "FAIL: the replays' error $(echo "$errors" | head -1) is not the unsampled second iteration's '$second'"; exit 1; }
 echo "replayed error checks: $second (3 alike, as the unsampled run after 2 iterations)"
+# Three recorded iterations (--recorded 3): iterations 2 and 3 restore the state
+# and run their blocks for real again, the rest are charged the mean; the
+# replays must be the same iteration still.
+$run --ranks 4 --samples 1 --recorded 3 --fold --json "$work/run3.json" --log "$work/map3.log" -- map "$work/q.h5ad" \
+  "$work/r.h5ad" --out "$work/out3" --query-label-col cell_type --ref-label-col cell_type --query-sample-col sample \
+  --ref-sample-col sample --n-top-genes 50 --max-iter 30 --threshold 0 --cost-storage stored --verbose
+errors3=$(sed -n 's/.*sinkhorn: iteration [123]0, error \([^ ]*\)$/\1/p' "$work/map3.log")
+[ "$(echo "$errors3" | wc -l)" -eq 3 ] && [ "$(echo "$errors3" | sort -u)" = "$second" ] ||
+  { echo "FAIL: with 3 recorded iterations the error checks are '$errors3', not 3 of '$second'"; exit 1; }
+grep -q '"recorded_iterations": 3' "$work/run3.json" || { echo "FAIL: run3.json does not record 3 iterations"; exit 1; }
+echo "with 3 recorded iterations: the same error checks"
