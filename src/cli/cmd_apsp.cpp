@@ -100,8 +100,9 @@ Subcommand apsp_subcommand() {
     const std::string timers_json = option<std::string>(vm, "timers");
     check_outputs(comm, {input}, {{"output", output}, {"timers", timers_json}});
 
-    // Every rank reads the input (read-only) and holds the graph: each source's
-    // Dijkstra needs all of it.
+    // Every rank holds the graph: each source's Dijkstra needs all of it. A
+    // graph input is read whole by every rank; a cloud's points are read in
+    // blocks, one a rank, and allgathered (the kNN search needs them all).
     bool from_graph = false;
     graph::PointCloud cloud;
     Matrix<double> points;
@@ -114,15 +115,14 @@ Subcommand apsp_subcommand() {
       const bool group_given = !vm["group"].defaulted();
       from_graph = !graph::is_anndata_file(input) &&
                    (group_given || graph::has_graph(io::h5::File::open_read(input), group));
-      if (from_graph) {
-        g = graph::read_graph(io::h5::File::open_read(input), group);
-        return;
-      }
-      cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"), option<std::string>(vm, "use-rep"));
+      if (from_graph) g = graph::read_graph(io::h5::File::open_read(input), group);
+    });
+    if (!from_graph) {
+      cloud = graph::read_point_cloud(comm, input, option<std::string>(vm, "dataset"), option<std::string>(vm, "use-rep"));
       // Only the kNN search reads the points, on the device: the host copy goes.
       points = sim::shared_copy("kotml::apsp::points", cloud.to_device(), comm.spans_world(), shared_points);
       std::vector<double>().swap(cloud.values);
-    });
+    }
     timed.emplace("kNN graph");
     if (!from_graph) {
       g = graph::build_knn_graph(points, option<int>(vm, "k"), comm, cloud.source);

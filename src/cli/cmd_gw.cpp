@@ -187,11 +187,12 @@ Subcommand gw_subcommand() {
                 "precomputed mode needs both distance matrices or neither (then kNN graphs of "
                 "the clouds are used)");
       }
-      for (Side* side : {&source, &target}) {
-        if (!side->given_distances)
-          side->cloud = graph::read_point_cloud(side->file, side->dataset, use_rep);
-        side->marginal = read_weights(side->file, side->weights);
-      }
+    });
+    // Collective: each rank reads its block of a cloud's points.
+    for (Side* side : {&source, &target})
+      if (!side->given_distances) side->cloud = graph::read_point_cloud(comm, side->file, side->dataset, use_rep);
+    comm.phase([&] {
+      for (Side* side : {&source, &target}) side->marginal = read_weights(side->file, side->weights);
       if (paired) {
         require(!target.given_distances, target.file, target.dist,
                 "--paired projects onto the target's points, but the target is given as distances only");

@@ -45,11 +45,8 @@ Subcommand knn_graph_subcommand() {
     const auto group = option<std::string>(vm, "group");
     const int k = option<int>(vm, "k");
     check_outputs(comm, {input}, {{"output", output}});
-    graph::PointCloud cloud;
-    comm.phase([&] {
-      cloud = graph::read_point_cloud(input, option<std::string>(vm, "dataset"),
-                                      option<std::string>(vm, "use-rep"));
-    });
+    const graph::PointCloud cloud =
+        graph::read_point_cloud(comm, input, option<std::string>(vm, "dataset"), option<std::string>(vm, "use-rep"));
     graph::KnnGraphReport report;
     const auto g = graph::build_knn_graph(cloud.to_device(), k, comm, cloud.source, &report);
     std::int64_t edges = 0;

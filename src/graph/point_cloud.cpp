@@ -1,22 +1,26 @@
 #include "kotml/graph/point_cloud.hpp"
 
 #include <cmath>
+#include <numeric>
 
 #include "kotml/core/error.hpp"
+#include "kotml/dist/partition.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/io/hdf5.hpp"
 
 namespace kotml::graph {
 namespace {
 
-void check_values(const PointCloud& cloud, const std::string& path, const std::string& element) {
-  require(cloud.n > 0 && cloud.dims > 0, path, element,
-          "the point cloud is empty (" + std::to_string(cloud.n) + " × " +
-              std::to_string(cloud.dims) + ")");
-  for (std::size_t f = 0; f < cloud.values.size(); ++f)
-    require(std::isfinite(cloud.values[f]), path, element, [&] {
-      return "row " + std::to_string(f / cloud.dims) + ", column " + std::to_string(f % cloud.dims) +
-             " is not a finite number (" + std::to_string(cloud.values[f]) + ")";
+/// The block's values are finite; a message names the first bad one by its row
+/// in the whole cloud (the lowest failing rank's message is the one shown, so it
+/// is the same on any rank count).
+void check_values(const std::vector<double>& values, std::int64_t first_row, std::int64_t dims,
+                  const std::string& path, const std::string& element) {
+  for (std::size_t f = 0; f < values.size(); ++f)
+    require(std::isfinite(values[f]), path, element, [&] {
+      const auto d = static_cast<std::size_t>(dims);
+      return "row " + std::to_string(first_row + static_cast<std::int64_t>(f / d)) + ", column " +
+             std::to_string(f % d) + " is not a finite number (" + std::to_string(values[f]) + ")";
     });
 }
 
@@ -46,33 +50,46 @@ bool is_anndata_file(const std::string& path) {
   return file.is_group("obs") && file.is_group("var");
 }
 
-PointCloud read_point_cloud(const std::string& path, const std::string& dataset,
+PointCloud read_point_cloud(const dist::Comm& comm, const std::string& path, const std::string& dataset,
                             const std::string& use_rep) {
   PointCloud cloud;
-  if (is_anndata_file(path)) {
-    const io::AnnDataReader reader(path);
-    const std::string element = anndata_element(reader, use_rep);
-    const auto info = reader.matrix_info(element);
+  std::vector<double> own;
+  comm.phase([&] {
+    std::string element;
+    dist::Block block{0, 0};
+    if (is_anndata_file(path)) {
+      const io::AnnDataReader reader(path);
+      element = anndata_element(reader, use_rep);
+      const auto info = reader.matrix_info(element);
+      cloud.n = info.rows;
+      cloud.dims = info.cols;
+      require(cloud.n > 0 && cloud.dims > 0, path, element,
+              "the point cloud is empty (" + std::to_string(cloud.n) + " × " + std::to_string(cloud.dims) + ")");
+      block = dist::block_of(cloud.n, comm.size(), comm.rank());
+      std::vector<std::int64_t> rows(static_cast<std::size_t>(block.end - block.begin));
+      std::iota(rows.begin(), rows.end(), block.begin);
+      if (!rows.empty()) own = reader.read_rows<double>(element, rows);
+    } else {
+      element = use_rep.empty() ? dataset : use_rep;
+      const auto file = io::h5::File::open_read(path);
+      require(file.is_dataset(element), path, element,
+              "no such dataset (expected a 2-D array of points, one row per point)");
+      const auto shape = file.shape(element);
+      require(shape.size() == 2, path, element,
+              "must be 2-D (points × coordinates), has " + std::to_string(shape.size()) + " dimensions");
+      cloud.n = shape[0];
+      cloud.dims = shape[1];
+      require(cloud.n > 0 && cloud.dims > 0, path, element,
+              "the point cloud is empty (" + std::to_string(cloud.n) + " × " + std::to_string(cloud.dims) + ")");
+      block = dist::block_of(cloud.n, comm.size(), comm.rank());
+      if (block.end > block.begin) own = file.read_row_range<double>(element, block.begin, block.end);
+    }
     cloud.source = path + ":" + element;
-    cloud.n = info.rows;
-    cloud.dims = info.cols;
-    cloud.values = reader.read_dense<double>(element);
-    check_values(cloud, path, element);
-    return cloud;
-  }
-  const std::string element = use_rep.empty() ? dataset : use_rep;
-  const auto file = io::h5::File::open_read(path);
-  require(file.is_dataset(element), path, element,
-          "no such dataset (expected a 2-D array of points, one row per point)");
-  const auto shape = file.shape(element);
-  require(shape.size() == 2, path, element,
-          "must be 2-D (points × coordinates), has " + std::to_string(shape.size()) +
-              " dimensions");
-  cloud.source = path + ":" + element;
-  cloud.n = shape[0];
-  cloud.dims = shape[1];
-  cloud.values = file.read<double>(element);
-  check_values(cloud, path, element);
+    check_values(own, block.begin, cloud.dims, path, element);
+  });
+  cloud.values.resize(static_cast<std::size_t>(cloud.n * cloud.dims));
+  comm.allgatherv(own.data(), static_cast<std::int64_t>(own.size()), cloud.values.data(),
+                  static_cast<std::int64_t>(cloud.values.size()));
   return cloud;
 }
 

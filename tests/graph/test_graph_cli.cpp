@@ -176,14 +176,15 @@ TEST(PointCloud, ReadsAnnDataRepresentations) {
   const auto path = test::shared_data_path("snareseq_rna.h5ad");
   if (!test::file_exists(path)) GTEST_SKIP() << "shared data not present: " << path;
   EXPECT_TRUE(graph::is_anndata_file(path));
-  const auto cloud = graph::read_point_cloud(path, "x", "");
+  const dist::Comm comm;
+  const auto cloud = graph::read_point_cloud(comm, path, "x", "");
   EXPECT_EQ(cloud.n, 1047);
   EXPECT_EQ(cloud.dims, 10);
   // h5py: X[0, 0], X[0, 1], X[1046, 9] (float32, read as double).
   EXPECT_EQ(cloud.values[0], static_cast<double>(6.688336372375488f));
   EXPECT_EQ(cloud.values[1], static_cast<double>(-2.369600534439087f));
   EXPECT_EQ(cloud.values[1046 * 10 + 9], static_cast<double>(4.050236701965332f));
-  EXPECT_THROW(graph::read_point_cloud(path, "x", "X_umap"), Error);
+  EXPECT_THROW(graph::read_point_cloud(comm, path, "x", "X_umap"), Error);
 }
 
 TEST(GraphFile, RoundTripsThroughHdf5) {

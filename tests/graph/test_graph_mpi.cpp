@@ -13,6 +13,8 @@
 #include "fixture.hpp"
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/knn_graph.hpp"
+#include "kotml/graph/point_cloud.hpp"
+#include "kotml/io/hdf5.hpp"
 
 using namespace kotml;
 using namespace kotml::graph;
@@ -83,4 +85,45 @@ TEST(GraphAcrossRanks, ABadSourceIsAnErrorOnEveryRank) {
   const auto g = graph_from_csr(c.n, c.indptr, c.indices, c.data, "fixture");
   EXPECT_THROW(write_shortest_paths(g, {0, 500}, ApspOptions(), world, nullptr, "d"),
                dist::CollectiveError);
+}
+
+TEST(GraphAcrossRanks, PointCloudReadInBlocksIsTheWholeFile) {
+  // Seven points: on 2 and 3 ranks each reads a block and the blocks are
+  // gathered. A NaN in row 5 (the last rank's block) is an error on every
+  // rank, named by its row in the whole cloud whatever the rank count.
+  const dist::Comm world;
+  const dist::Comm self(MPI_COMM_SELF);
+  std::string dir_path;
+  std::unique_ptr<test::TempDir> dir;
+  const std::int64_t n = 7, d = 3;
+  std::vector<double> values(static_cast<std::size_t>(n * d));
+  for (std::size_t f = 0; f < values.size(); ++f) values[f] = 0.25 * static_cast<double>(f) - 1.5;
+  if (world.is_root()) {
+    dir = std::make_unique<test::TempDir>();
+    dir_path = dir->path();
+    auto good = io::h5::File::create(dir->file("good.h5"));
+    good.write<double>("deep/pts", values, {n, d});
+    good.close();
+    auto bad_values = values;
+    bad_values[5 * d + 1] = std::nan("");
+    auto bad = io::h5::File::create(dir->file("bad.h5"));
+    bad.write<double>("pts", bad_values, {n, d});
+    bad.close();
+  }
+  world.bcast_string(dir_path);
+  const auto shared = read_point_cloud(world, dir_path + "/good.h5", "deep/pts", "");
+  const auto alone = read_point_cloud(self, dir_path + "/good.h5", "deep/pts", "");
+  EXPECT_EQ(shared.n, n);
+  EXPECT_EQ(shared.dims, d);
+  EXPECT_EQ(shared.values, values);
+  EXPECT_EQ(alone.values, values);
+  EXPECT_EQ(shared.source, dir_path + "/good.h5:deep/pts");
+  std::string message;
+  try {
+    read_point_cloud(world, dir_path + "/bad.h5", "pts", "");
+  } catch (const dist::CollectiveError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("row 5, column 1 is not a finite number"), std::string::npos) << message;
+  world.barrier();  // rank 0's folder outlives every rank's reads
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kotml/core/types.hpp"
+#include "kotml/dist/comm.hpp"
 
 namespace kotml::graph {
 
@@ -25,12 +26,16 @@ struct PointCloud {
 /// frames for anndata 0.7 files).
 bool is_anndata_file(const std::string& path);
 
-/// Reads a cloud. AnnData: `use_rep` is "X" (the default when empty), an obsm
-/// key ("X_pca"), or a full element path ("obsm/X_pca", "layers/counts"); sparse
-/// storage is densified. Plain HDF5: the 2-D dataset `dataset` (use_rep, when
-/// given, names the dataset instead). Errors name the file and element: missing
-/// file or element, not 2-D, no points or no coordinates, a non-finite value.
-PointCloud read_point_cloud(const std::string& path, const std::string& dataset,
+/// Reads a cloud; collective. AnnData: `use_rep` is "X" (the default when
+/// empty), an obsm key ("X_pca"), or a full element path ("obsm/X_pca",
+/// "layers/counts"); sparse storage is densified. Plain HDF5: the 2-D dataset
+/// `dataset` (use_rep, when given, names the dataset instead). Each rank reads
+/// its block of rows (dist::block_of) and the blocks are allgathered, so the
+/// file's points are read once over the ranks, not once per rank; every rank
+/// returns the whole cloud. Errors, on every rank, name the file and element:
+/// missing file or element, not 2-D, no points or no coordinates, the first
+/// non-finite value (by its row in the whole cloud).
+PointCloud read_point_cloud(const dist::Comm& comm, const std::string& path, const std::string& dataset,
                             const std::string& use_rep);
 
 }  // namespace kotml::graph
