@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "kotml/core/error.hpp"
 #include "kotml/dist/partition.hpp"
@@ -55,36 +56,41 @@ PointCloud read_point_cloud(const dist::Comm& comm, const std::string& path, con
   PointCloud cloud;
   std::vector<double> own;
   comm.phase([&] {
+    // The element and its shape, on every rank (metadata only).
+    std::optional<io::AnnDataReader> anndata;
+    std::optional<io::h5::File> plain;
     std::string element;
-    dist::Block block{0, 0};
     if (is_anndata_file(path)) {
-      const io::AnnDataReader reader(path);
-      element = anndata_element(reader, use_rep);
-      const auto info = reader.matrix_info(element);
+      anndata.emplace(path);
+      element = anndata_element(*anndata, use_rep);
+      const auto info = anndata->matrix_info(element);
       cloud.n = info.rows;
       cloud.dims = info.cols;
-      require(cloud.n > 0 && cloud.dims > 0, path, element,
-              "the point cloud is empty (" + std::to_string(cloud.n) + " × " + std::to_string(cloud.dims) + ")");
-      block = dist::block_of(cloud.n, comm.size(), comm.rank());
-      std::vector<std::int64_t> rows(static_cast<std::size_t>(block.end - block.begin));
-      std::iota(rows.begin(), rows.end(), block.begin);
-      if (!rows.empty()) own = reader.read_rows<double>(element, rows);
     } else {
+      plain.emplace(io::h5::File::open_read(path));
       element = use_rep.empty() ? dataset : use_rep;
-      const auto file = io::h5::File::open_read(path);
-      require(file.is_dataset(element), path, element,
+      require(plain->is_dataset(element), path, element,
               "no such dataset (expected a 2-D array of points, one row per point)");
-      const auto shape = file.shape(element);
+      const auto shape = plain->shape(element);
       require(shape.size() == 2, path, element,
               "must be 2-D (points × coordinates), has " + std::to_string(shape.size()) + " dimensions");
       cloud.n = shape[0];
       cloud.dims = shape[1];
-      require(cloud.n > 0 && cloud.dims > 0, path, element,
-              "the point cloud is empty (" + std::to_string(cloud.n) + " × " + std::to_string(cloud.dims) + ")");
-      block = dist::block_of(cloud.n, comm.size(), comm.rank());
-      if (block.end > block.begin) own = file.read_row_range<double>(element, block.begin, block.end);
     }
+    require(cloud.n > 0 && cloud.dims > 0, path, element,
+            "the point cloud is empty (" + std::to_string(cloud.n) + " × " + std::to_string(cloud.dims) + ")");
     cloud.source = path + ":" + element;
+    // This rank's rows.
+    const dist::Block block = dist::block_of(cloud.n, comm.size(), comm.rank());
+    if (block.end > block.begin) {
+      if (anndata) {
+        std::vector<std::int64_t> rows(static_cast<std::size_t>(block.end - block.begin));
+        std::iota(rows.begin(), rows.end(), block.begin);
+        own = anndata->read_rows<double>(element, rows);
+      } else {
+        own = plain->read_row_range<double>(element, block.begin, block.end);
+      }
+    }
     check_values(own, block.begin, cloud.dims, path, element);
   });
   cloud.values.resize(static_cast<std::size_t>(cloud.n * cloud.dims));
