@@ -34,20 +34,14 @@
 namespace kotml::sim {
 namespace {
 
-int parse_runs() {
-  const char* text = std::getenv("KOTML_SMPI_SAMPLES");
-  if (text == nullptr || *text == '\0') return 0;
+/// The environment variable `name` as a count in [1, limit), or `otherwise`
+/// when it is unset, empty or not such a count.
+int count_from_environment(const char* name, long limit, int otherwise) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return otherwise;
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
-  return end != nullptr && *end == '\0' && value > 0 && value < 1000000 ? static_cast<int>(value) : 0;
-}
-
-int parse_recorded() {
-  const char* text = std::getenv("KOTML_SMPI_RECORDED");
-  if (text == nullptr || *text == '\0') return 1;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  return end != nullptr && *end == '\0' && value > 0 && value < 1000 ? static_cast<int>(value) : 1;
+  return end != nullptr && *end == '\0' && value > 0 && value < limit ? static_cast<int>(value) : otherwise;
 }
 
 /// KOTML_SMPI_RECORDED (default 1): how many iterations a sampled solve
@@ -56,7 +50,7 @@ int parse_recorded() {
 /// block that many times for real and charges each later trip their mean. One
 /// trip carries this machine's noise into every replay; more average it out.
 int recorded_trips() {
-  static const int trips = parse_recorded();
+  static const int trips = count_from_environment("KOTML_SMPI_RECORDED", 1000, 1);
   return trips;
 }
 
@@ -93,7 +87,7 @@ double thread_seconds() {
 }  // namespace
 
 int sample_runs() {
-  static const int runs = parse_runs();
+  static const int runs = count_from_environment("KOTML_SMPI_SAMPLES", 1000000, 0);
   return runs;
 }
 
