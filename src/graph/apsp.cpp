@@ -216,10 +216,10 @@ std::int64_t gather_rows_to_root(const LocalityOrderedGraph& g, const std::vecto
 }
 
 template <class T>
-ApspWritten write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
+ApspWritten write_rows_impl(const LocalityOrderedGraph& ordered, const std::vector<NodeId>& sources,
                              const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
                              const std::string& dataset) {
-  const std::int64_t n = g.n;
+  const std::int64_t n = ordered.graph.n;
   const std::int64_t count = static_cast<std::int64_t>(sources.size());
   std::vector<dist::Block> blocks;
   std::int64_t largest = 0;
@@ -234,11 +234,6 @@ ApspWritten write_rows_impl(const CsrGraph<MemSpace>& g, const std::vector<NodeI
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min({options.chunk_rows, max_rows, largest}));
 
   RowWriters writers = create_output<T>(file, dataset, count, n, options.every_rank_writes, comm);
-  LocalityOrderedGraph ordered{g, {}};  // the graph's own ids
-  if (options.locality_order) {
-    const timers::Scope timed("node order");
-    ordered = locality_ordered(g, comm.spans_world());
-  }
   ApspWritten written;
   written.every_rank_wrote = writers.own.has_value();
   written.infinite = written.every_rank_wrote
@@ -257,8 +252,18 @@ Precision parse_precision(const std::string& text, const std::string& option) {
 }
 
 ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
-                                  const ApspOptions& options, const dist::Comm& comm,
-                                  io::h5::File* file, const std::string& dataset) {
+                                 const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
+                                 const std::string& dataset) {
+  std::optional<timers::Scope> timed(std::in_place, "node order");
+  const LocalityOrderedGraph ordered = locality_ordered(g, comm.spans_world());
+  timed.reset();
+  return write_shortest_paths(ordered, sources, options, comm, file, dataset);
+}
+
+ApspWritten write_shortest_paths(const LocalityOrderedGraph& ordered, const std::vector<NodeId>& sources,
+                                 const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
+                                 const std::string& dataset) {
+  const CsrGraph<MemSpace>& g = ordered.graph;
   comm.phase([&] {
     for (NodeId s : sources)
       require(s >= 0 && s < g.n, "", "sources",
@@ -266,8 +271,8 @@ ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<
     internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
   });
   if (options.precision == Precision::float32)
-    return write_rows_impl<float>(g, sources, options, comm, file, dataset);
-  return write_rows_impl<double>(g, sources, options, comm, file, dataset);
+    return write_rows_impl<float>(ordered, sources, options, comm, file, dataset);
+  return write_rows_impl<double>(ordered, sources, options, comm, file, dataset);
 }
 
 template <class T>

@@ -48,6 +48,11 @@ NodeId farthest_node(Kokkos::View<const double*, MemSpace> nearest) {
 }  // namespace
 
 Landmarks farthest_point_landmarks(const CsrGraph<MemSpace>& g, std::int64_t count, NodeId start) {
+  return farthest_point_landmarks(locality_ordered(g, false), count, start);
+}
+
+Landmarks farthest_point_landmarks(const LocalityOrderedGraph& ordered, std::int64_t count, NodeId start) {
+  const CsrGraph<MemSpace>& g = ordered.graph;
   require(count >= 1, "", "landmarks",
           "the number of landmarks must be at least 1, got " + std::to_string(count));
   require(start >= 0 && start < g.n, "", "landmarks",
@@ -58,7 +63,6 @@ Landmarks farthest_point_landmarks(const CsrGraph<MemSpace>& g, std::int64_t cou
   Kokkos::View<double*, MemSpace> nearest(no_init("kotml::graph::landmark_nearest"), g.n);
   Kokkos::deep_copy(nearest, kmath::infinity<double>());
   Kokkos::View<NodeId*, MemSpace> source("kotml::graph::landmark_source", 1);
-  const LocalityOrderedGraph ordered = locality_ordered(g, false);
   NodeId next = start;
   for (std::int64_t l = 0; l < chosen; ++l) {
     result.nodes.push_back(next);

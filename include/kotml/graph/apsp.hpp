@@ -20,6 +20,7 @@
 
 #include "kotml/dist/comm.hpp"
 #include "kotml/graph/csr_graph.hpp"
+#include "kotml/graph/node_order.hpp"
 #include "kotml/io/hdf5.hpp"
 
 namespace kotml::graph {
@@ -37,9 +38,6 @@ struct ApspOptions {
   /// Every rank writes its own rows into the file (false: rank 0 gathers and
   /// writes them all, as it does anyway where not every rank can open the file).
   bool every_rank_writes = true;
-  /// Run Dijkstra on the graph relabelled in Cuthill–McKee order
-  /// (node_order.hpp): the same lengths, fewer cache misses on large graphs.
-  bool locality_order = true;
 };
 
 /// Collective. Writes the lengths from sources[r] to every node as row r of a
@@ -54,10 +52,16 @@ struct ApspWritten {
   /// Whether every rank wrote its own rows (false: rank 0 wrote them all).
   bool every_rank_wrote = false;
 };
-/// Returns the same on every rank.
+/// Returns the same on every rank. Dijkstra runs on `g` in locality order
+/// (node_order.hpp: the same lengths, fewer cache misses on large graphs);
+/// sources and columns are the caller's node ids.
+ApspWritten write_shortest_paths(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources,
+                                 const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
+                                 const std::string& dataset);
+/// The same on g, ordered here (timed as "node order").
 ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
-                          const ApspOptions& options, const dist::Comm& comm,
-                          io::h5::File* file, const std::string& dataset);
+                                 const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
+                                 const std::string& dataset);
 
 /// Rows [begin, end) of the all-pairs matrix of g (sources begin..end-1), on
 /// this rank's device; the building block for distributed consumers (GW's

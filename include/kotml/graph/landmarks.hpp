@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kotml/graph/csr_graph.hpp"
+#include "kotml/graph/node_order.hpp"
 
 namespace kotml::graph {
 
@@ -20,7 +21,11 @@ struct Landmarks {
 };
 
 /// Chooses min(count, n) landmarks. Throws Error if count < 1 or start is not a node.
-Landmarks farthest_point_landmarks(const CsrGraph<MemSpace>& g, std::int64_t count,
-                                   NodeId start = 0);
+/// Node ids (start, the choices, the columns) are the caller's; each Dijkstra
+/// runs on `g` in locality order, which a caller running more Dijkstra on the
+/// same graph (apsp) orders once and passes.
+Landmarks farthest_point_landmarks(const LocalityOrderedGraph& g, std::int64_t count, NodeId start = 0);
+/// The same on g, ordered here.
+Landmarks farthest_point_landmarks(const CsrGraph<MemSpace>& g, std::int64_t count, NodeId start = 0);
 
 }  // namespace kotml::graph
