@@ -134,15 +134,19 @@ Subcommand apsp_subcommand() {
     timed.emplace("node order");
     const graph::LocalityOrderedGraph ordered = graph::locality_ordered(g, comm.spans_world());
 
+    // Choosing the landmarks computes their rows (every rank, all of them):
+    // those rows are the output, so the writer copies them, not Dijkstra again.
     timed.emplace("sources");
     std::vector<graph::NodeId> sources;
+    graph::Landmarks landmarks;
     comm.phase([&] {
       if (n_landmarks > 0) {
         require(landmark_start < g.n, "", "--landmark-start",
                 "node " + std::to_string(landmark_start) + " is not in the " +
                     std::to_string(g.n) + "-node graph");
-        sources = graph::farthest_point_landmarks(ordered, n_landmarks,
-                                                  static_cast<graph::NodeId>(landmark_start)).nodes;
+        landmarks = graph::farthest_point_landmarks(ordered, n_landmarks,
+                                                    static_cast<graph::NodeId>(landmark_start));
+        sources = landmarks.nodes;
       } else {
         for (std::int64_t v = 0; v < g.n; ++v) sources.push_back(static_cast<graph::NodeId>(v));
       }
@@ -157,8 +161,10 @@ Subcommand apsp_subcommand() {
       out.emplace(output);
       file.emplace(io::h5::File::create(*out));
     });
+    io::h5::File* const root_file = file ? &*file : nullptr;
     const graph::ApspWritten written =
-        graph::write_shortest_paths(ordered, sources, options, comm, file ? &*file : nullptr, "distances");
+        n_landmarks > 0 ? graph::write_shortest_paths(landmarks, options, comm, root_file, "distances")
+                        : graph::write_shortest_paths(ordered, sources, options, comm, root_file, "distances");
     comm.phase([&] {
       if (!comm.is_root()) return;
       file->write<std::int64_t>("sources", std::vector<std::int64_t>(sources.begin(), sources.end()));

@@ -60,6 +60,56 @@ std::int64_t count_infinite(Kokkos::View<const T**, Kokkos::LayoutRight, MemSpac
   return infinite;
 }
 
+/// Where a chunk's rows come from: Dijkstra from each source on the ordered
+/// graph, or rows this rank already holds (the landmarks', which choosing them
+/// computed on every rank), copied instead of computed again.
+class RowSource {
+ public:
+  RowSource(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources)
+      : graph_(&g), sources_(&sources), n_(g.graph.n) {}
+  explicit RowSource(const Landmarks& known)
+      : known_(known.distances), sources_(&known.nodes), n_(known.distances.extent(1)) {}
+
+  std::int64_t n() const { return n_; }
+  const std::vector<NodeId>& sources() const { return *sources_; }
+
+  /// Throws Error for a source that is not a node (a landmark always is one).
+  void check() const {
+    for (NodeId s : *sources_)
+      require(s >= 0 && s < n_, "", "sources",
+              [&] { return "source node " + std::to_string(s) + " is not in the graph"; });
+    internal_check(graph_ != nullptr || known_.extent(0) == sources_->size(),
+                   "apsp: the landmarks have " + std::to_string(known_.extent(0)) + " rows for " +
+                       std::to_string(sources_->size()) + " nodes");
+  }
+
+  /// Rows [begin, end) of the source list into rows(0 .. end-begin-1, :).
+  template <class T>
+  void fill(std::int64_t begin, std::int64_t end, Kokkos::View<NodeId*, HostSpace> ids_h,
+            Kokkos::View<T**, Kokkos::LayoutRight, MemSpace> rows) const {
+    if (graph_ != nullptr) {
+      const timers::Scope timed("dijkstra");
+      compute_rows<T>(*graph_, *sources_, begin, end, ids_h, rows);
+      return;
+    }
+    const timers::Scope timed("landmark rows");
+    const auto known = known_;
+    const std::int64_t n = n_;
+    Kokkos::parallel_for(
+        "kotml::graph::copy_known_rows",
+        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {end - begin, n}),
+        KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t v) {
+          rows(r, v) = static_cast<T>(known(begin + r, v));
+        });
+  }
+
+ private:
+  const LocalityOrderedGraph* graph_ = nullptr;
+  Kokkos::View<const double**, Kokkos::LayoutRight, MemSpace> known_;
+  const std::vector<NodeId>* sources_;
+  std::int64_t n_;
+};
+
 /// One chunk of a rank's rows: its sources, the lengths on the device, and
 /// their host view (the same memory on a host backend).
 template <class T>
@@ -70,11 +120,9 @@ struct RowChunk {
         rows(memory.view.data(), chunk, n),
         host(Kokkos::create_mirror_view(HostSpace(), rows)) {}
 
-  /// The rows of sources[begin, end) into `host`; how many lengths are infinite.
-  std::int64_t compute(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources, std::int64_t begin,
-                       std::int64_t end) {
-    const timers::Scope timed("dijkstra");
-    compute_rows<T>(g, sources, begin, end, sources_h, rows);
+  /// Rows [begin, end) of the source list into `host`; how many lengths are infinite.
+  std::int64_t fill(const RowSource& source, std::int64_t begin, std::int64_t end) {
+    source.fill<T>(begin, end, sources_h, rows);
     const std::int64_t infinite = count_infinite<T>(rows, end - begin);
     Kokkos::deep_copy(host, rows);
     return infinite;
@@ -132,17 +180,16 @@ RowWriters create_output(io::h5::File* file, const std::string& dataset, std::in
 /// file in place: no rank waits for another, and the writes of P ranks proceed
 /// at once (a parallel file system's bandwidth, not one node's).
 template <class T>
-std::int64_t write_own_rows(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources, dist::Block mine,
-                            std::int64_t chunk, RowWriters& writers, const std::string& dataset,
-                            const dist::Comm& comm) {
-  const std::int64_t n = g.graph.n;
+std::int64_t write_own_rows(const RowSource& source, dist::Block mine, std::int64_t chunk, RowWriters& writers,
+                            const std::string& dataset, const dist::Comm& comm) {
+  const std::int64_t n = source.n();
   RowChunk<T> own(chunk, n);
   std::int64_t infinite = 0;  // in this rank's rows
   log::Progress progress("apsp (rank 0's rows)", mine.end - mine.begin, "sources");
   std::optional<Error> write_failure;
   for (std::int64_t begin = mine.begin; begin < mine.end && !write_failure; begin += chunk) {
     const std::int64_t end = std::min(begin + chunk, mine.end);
-    infinite += own.compute(g, sources, begin, end);
+    infinite += own.fill(source, begin, end);
     const timers::Scope timed("write");
     const std::string what = "/" + dataset + " rows " + std::to_string(begin) + ".." + std::to_string(end - 1);
     try {
@@ -166,10 +213,10 @@ std::int64_t write_own_rows(const LocalityOrderedGraph& g, const std::vector<Nod
 /// rank 0 writes its own chunk and receives and writes the others' in rank
 /// order. For files that not every rank can reach.
 template <class T>
-std::int64_t gather_rows_to_root(const LocalityOrderedGraph& g, const std::vector<NodeId>& sources,
-                                 const std::vector<dist::Block>& blocks, std::int64_t chunk, io::h5::File* file,
-                                 const std::string& dataset, const dist::Comm& comm) {
-  const std::int64_t n = g.graph.n;
+std::int64_t gather_rows_to_root(const RowSource& source, const std::vector<dist::Block>& blocks,
+                                 std::int64_t chunk, io::h5::File* file, const std::string& dataset,
+                                 const dist::Comm& comm) {
+  const std::int64_t n = source.n();
   const dist::Block mine = blocks[comm.rank()];
   std::int64_t largest = 0;
   for (const auto& b : blocks) largest = std::max(largest, b.end - b.begin);
@@ -178,13 +225,13 @@ std::int64_t gather_rows_to_root(const LocalityOrderedGraph& g, const std::vecto
   // Rank 0 receives the others' chunks here; its own it writes from `own`.
   std::vector<T> received(comm.is_root() && comm.size() > 1 ? static_cast<std::size_t>(chunk * n) : 0);
   std::int64_t infinite = 0;  // in this rank's rows
-  log::Progress progress("apsp", static_cast<std::int64_t>(sources.size()), "sources");
+  log::Progress progress("apsp", static_cast<std::int64_t>(source.sources().size()), "sources");
   std::int64_t rows_received = 0;  // on rank 0
   std::optional<Error> write_failure;
   for (std::int64_t round = 0; round < rounds; ++round) {
     const std::int64_t begin = std::min(mine.begin + round * chunk, mine.end);
     const std::int64_t end = std::min(begin + chunk, mine.end);
-    if (end > begin) infinite += own.compute(g, sources, begin, end);
+    if (end > begin) infinite += own.fill(source, begin, end);
     const timers::Scope timed("gather and write");
     if (!comm.is_root()) {
       if (end > begin)
@@ -216,11 +263,10 @@ std::int64_t gather_rows_to_root(const LocalityOrderedGraph& g, const std::vecto
 }
 
 template <class T>
-ApspWritten write_rows_impl(const LocalityOrderedGraph& ordered, const std::vector<NodeId>& sources,
-                             const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
-                             const std::string& dataset) {
-  const std::int64_t n = ordered.graph.n;
-  const std::int64_t count = static_cast<std::int64_t>(sources.size());
+ApspWritten write_rows_impl(const RowSource& source, const ApspOptions& options, const dist::Comm& comm,
+                            io::h5::File* file, const std::string& dataset) {
+  const std::int64_t n = source.n();
+  const std::int64_t count = static_cast<std::int64_t>(source.sources().size());
   std::vector<dist::Block> blocks;
   std::int64_t largest = 0;
   for (int r = 0; r < comm.size(); ++r) {
@@ -237,10 +283,21 @@ ApspWritten write_rows_impl(const LocalityOrderedGraph& ordered, const std::vect
   ApspWritten written;
   written.every_rank_wrote = writers.own.has_value();
   written.infinite = written.every_rank_wrote
-                         ? write_own_rows<T>(ordered, sources, blocks[comm.rank()], chunk, writers, dataset, comm)
-                         : gather_rows_to_root<T>(ordered, sources, blocks, chunk, file, dataset, comm);
+                         ? write_own_rows<T>(source, blocks[comm.rank()], chunk, writers, dataset, comm)
+                         : gather_rows_to_root<T>(source, blocks, chunk, file, dataset, comm);
   comm.sum_in_place(&written.infinite, 1);
   return written;
+}
+
+/// Collective: the source's rows at the options' precision.
+ApspWritten write_rows(const RowSource& source, const ApspOptions& options, const dist::Comm& comm,
+                       io::h5::File* file, const std::string& dataset) {
+  comm.phase([&] {
+    source.check();
+    internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
+  });
+  if (options.precision == Precision::float32) return write_rows_impl<float>(source, options, comm, file, dataset);
+  return write_rows_impl<double>(source, options, comm, file, dataset);
 }
 
 }  // namespace
@@ -263,16 +320,12 @@ ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<
 ApspWritten write_shortest_paths(const LocalityOrderedGraph& ordered, const std::vector<NodeId>& sources,
                                  const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
                                  const std::string& dataset) {
-  const CsrGraph<MemSpace>& g = ordered.graph;
-  comm.phase([&] {
-    for (NodeId s : sources)
-      require(s >= 0 && s < g.n, "", "sources",
-              [&] { return "source node " + std::to_string(s) + " is not in the graph"; });
-    internal_check(!comm.is_root() || file != nullptr, "apsp: rank 0 has no output file");
-  });
-  if (options.precision == Precision::float32)
-    return write_rows_impl<float>(ordered, sources, options, comm, file, dataset);
-  return write_rows_impl<double>(ordered, sources, options, comm, file, dataset);
+  return write_rows(RowSource(ordered, sources), options, comm, file, dataset);
+}
+
+ApspWritten write_shortest_paths(const Landmarks& landmarks, const ApspOptions& options, const dist::Comm& comm,
+                                 io::h5::File* file, const std::string& dataset) {
+  return write_rows(RowSource(landmarks), options, comm, file, dataset);
 }
 
 template <class T>

@@ -20,6 +20,7 @@
 
 #include "kotml/dist/comm.hpp"
 #include "kotml/graph/csr_graph.hpp"
+#include "kotml/graph/landmarks.hpp"
 #include "kotml/graph/node_order.hpp"
 #include "kotml/io/hdf5.hpp"
 
@@ -62,6 +63,13 @@ ApspWritten write_shortest_paths(const LocalityOrderedGraph& g, const std::vecto
 ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                                  const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
                                  const std::string& dataset);
+
+/// The landmarks' rows, which choosing them computed on every rank: row l is
+/// the lengths from landmarks.nodes[l], written as write_shortest_paths(g,
+/// landmarks.nodes, ...) writes them (the same bytes: Dijkstra's lengths are
+/// doubles in both, rounded once to the precision), without running Dijkstra.
+ApspWritten write_shortest_paths(const Landmarks& landmarks, const ApspOptions& options, const dist::Comm& comm,
+                                 io::h5::File* file, const std::string& dataset);
 
 /// Rows [begin, end) of the all-pairs matrix of g (sources begin..end-1), on
 /// this rank's device; the building block for distributed consumers (GW's
