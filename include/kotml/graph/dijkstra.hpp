@@ -11,6 +11,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "kotml/core/math.hpp"
+#include "kotml/core/prefetch.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/graph/csr_graph.hpp"
 #include "kotml/graph/node_order.hpp"
@@ -35,6 +36,8 @@ class DijkstraHeap {
 
   KOKKOS_INLINE_FUNCTION bool empty() const { return size_ == 0; }
   KOKKOS_INLINE_FUNCTION NodeId position(NodeId v) const { return pos_[v]; }
+  /// A node with the smallest key; the heap must not be empty.
+  KOKKOS_INLINE_FUNCTION NodeId top() const { return node_[0]; }
 
   /// Inserts v, or lowers its key if it is already in the heap.
   KOKKOS_INLINE_FUNCTION void push_or_decrease(NodeId v, double d) {
@@ -109,6 +112,17 @@ KOKKOS_INLINE_FUNCTION void dijkstra_from(const Offsets& offsets, const Neighbor
   while (!heap.empty()) {
     double du = 0.0;
     const NodeId u = heap.pop(du);
+    // The heap's new top is usually the next node settled. Its row (neighbour
+    // ids and lengths) is anywhere in memory once the graph outgrows the
+    // caches, and was most of the misses per node (perf/RESULTS.md, "why
+    // apsp's Dijkstra costs more per node"); asking for it now overlaps that
+    // wait with relaxing u's edges. A node in the heap was reached over an
+    // edge, stored both ways, so its row is not empty: next_row is an edge.
+    if (!heap.empty()) {
+      const EdgeOffset next_row = offsets(heap.top());
+      prefetch_line(&neighbors(next_row));
+      prefetch_line(&weights(next_row));
+    }
     for (EdgeOffset e = offsets(u); e < offsets(u + 1); ++e) {
       const NodeId v = neighbors(e);
       const double candidate = du + weights(e);
