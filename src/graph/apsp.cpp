@@ -311,9 +311,8 @@ Precision parse_precision(const std::string& text, const std::string& option) {
 ApspWritten write_shortest_paths(const CsrGraph<MemSpace>& g, const std::vector<NodeId>& sources,
                                  const ApspOptions& options, const dist::Comm& comm, io::h5::File* file,
                                  const std::string& dataset) {
-  std::optional<timers::Scope> timed(std::in_place, "node order");
-  const LocalityOrderedGraph ordered = locality_ordered(g, comm.spans_world());
-  timed.reset();
+  const LocalityOrderedGraph ordered =
+      timers::timed("node order", [&] { return locality_ordered(g, comm.spans_world()); });
   return write_shortest_paths(ordered, sources, options, comm, file, dataset);
 }
 
