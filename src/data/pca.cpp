@@ -21,6 +21,10 @@ extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, c
                         const double* abstol, int* found, double* w, double* z, const int* ldz, int* isuppz,
                         double* work, const int* lwork, int* iwork, const int* liwork, int* info,
                         std::size_t jobz_length, std::size_t range_length, std::size_t uplo_length);
+extern "C" void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                       const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
+                       const double* beta, double* c, const int* ldc, std::size_t transa_length,
+                       std::size_t transb_length);
 
 namespace kotml::data {
 namespace {
@@ -385,17 +389,14 @@ class CentredCells {
   Mat gram_matrix() const {
     const ProfilingRegion region("kotml::data::pca_gram_matrix");
     const auto blocks = feature_blocks(x_.cols);
+    std::vector<BlockPair> pairs;
     std::vector<LeftMatrix> products;
     for (std::size_t a = 0; a < blocks.size(); ++a)
-      for (std::size_t b = a; b < blocks.size(); ++b)
+      for (std::size_t b = a; b < blocks.size(); ++b) {
+        pairs.push_back({blocks[a], blocks[b]});
         products.emplace_back("pca Gram block", blocks[a].size(), blocks[b].size());
-    for_each_tile([&](const CentredTileRow& tile) {
-      std::size_t product = 0;
-      for (std::size_t a = 0; a < blocks.size(); ++a)
-        for (std::size_t b = a; b < blocks.size(); ++b)
-          kotml::gemm("N", "T", 1.0, tile_block(tile, blocks[a]), tile_block(tile, blocks[b]), 1.0,
-                      products[product++]);
-    });
+      }
+    for_each_tile([&](const CentredTileRow& tile) { add_block_products(tile, pairs, products); });
     Mat c(x_.cols, x_.cols);
     std::size_t product = 0;
     for (std::size_t a = 0; a < blocks.size(); ++a)
@@ -448,6 +449,40 @@ class CentredCells {
       run_centred_tile(tile);
       visit(static_cast<const CentredTileRow&>(tile));
     }
+  }
+
+  struct BlockPair {
+    FeatureBlock a, b;
+  };
+
+  /// products[p] += U_a U_bᵀ for every block pair p = (a, b) of one tile. With
+  /// the tiles in host memory the pairs are shared among ExecSpace's threads,
+  /// each pair one single-threaded BLAS call into its own product, so C has the
+  /// same bits for every thread count (BLAS's own threads would have to share
+  /// the cores with Kokkos' spinning ones; measured in perf/RESULTS.md). On a
+  /// device Kokkos Kernels multiplies the pairs one after another. Every entry
+  /// point has already set one BLAS thread per rank (core/blas_threads.hpp).
+  static void add_block_products(const CentredTileRow& tile, const std::vector<BlockPair>& pairs,
+                                 const std::vector<LeftMatrix>& products) {
+    if (!device_is_host) {
+      for (std::size_t p = 0; p < pairs.size(); ++p)
+        kotml::gemm("N", "T", 1.0, tile_block(tile, pairs[p].a), tile_block(tile, pairs[p].b), 1.0, products[p]);
+      return;
+    }
+    const auto count = static_cast<std::int64_t>(pairs.size());
+    Kokkos::parallel_for(
+        "kotml::data::pca_gram_block_pairs",
+        Kokkos::RangePolicy<HostExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<std::int64_t>>(0, count),
+        [&](const std::int64_t p) {
+          const BlockPair& pair = pairs[static_cast<std::size_t>(p)];
+          const LeftMatrix& product = products[static_cast<std::size_t>(p)];
+          const int m = static_cast<int>(pair.a.size()), n = static_cast<int>(pair.b.size());
+          const int k = static_cast<int>(tile.rows), ldc = static_cast<int>(product.stride(1));
+          const double one = 1.0;
+          dgemm_("N", "T", &m, &n, &k, &one, tile_block(tile, pair.a).data(), &m, tile_block(tile, pair.b).data(), &n,
+                 &one, product.data(), &ldc, 1, 1);
+        });
+    HostExecSpace().fence();
   }
 
   /// U_a of a tile: the column-major w_a × rows block of features a.

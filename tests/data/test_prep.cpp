@@ -212,15 +212,20 @@ TEST(Pca, PrincipalAnglesWithScanpyBelowOneMilliradian) {
   }
 }
 
-TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
-  // A random sparse matrix with a planted low-rank part and a non-zero mean.
-  random::Stream s(3, random::Purpose::test_data, 0);
-  const std::int64_t n = 180, g = 40;
+/// A random sparse n × g matrix with a planted rank-3 part and a non-zero
+/// mean, as CSR and dense.
+struct PlantedMatrix {
   HostCsr x;
+  Mat dense;
+};
+
+PlantedMatrix planted_matrix(std::int64_t n, std::int64_t g) {
+  random::Stream s(3, random::Purpose::test_data, 0);
+  PlantedMatrix m{HostCsr{}, Mat::Zero(n, g)};
+  HostCsr& x = m.x;
   x.rows = n;
   x.cols = g;
   x.indptr.push_back(0);
-  Mat dense = Mat::Zero(n, g);
   std::vector<double> u(n * 3), v(3 * g);
   for (auto& e : u) e = s.normal();
   for (auto& e : v) e = s.normal();
@@ -231,10 +236,16 @@ TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
       for (int r = 0; r < 3; ++r) value += (4.0 - r) * u[i * 3 + r] * v[r * g + j];
       x.indices.push_back(j);
       x.values.push_back(static_cast<float>(value));
-      dense(i, j) = static_cast<float>(value);
+      m.dense(i, j) = static_cast<float>(value);
     }
     x.indptr.push_back(static_cast<std::int64_t>(x.indices.size()));
   }
+  return m;
+}
+
+TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
+  const std::int64_t n = 180, g = 40;
+  const auto [x, dense] = planted_matrix(n, g);
   const Mat centred = dense.rowwise() - dense.colwise().mean();
   const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV | Eigen::ComputeThinU);
   PcaOptions o;
@@ -265,6 +276,32 @@ TEST(Pca, MatchesDenseSvdAndIsDeterministic) {
   }
   o.n_comps = g;
   EXPECT_THROW(pca(x, o), Error);
+}
+
+// The Gram matrix is formed per tile of 512 cells and per pair of 128-feature
+// blocks, the pairs shared among the threads: 700 cells × 300 features make two
+// tiles (the second part-filled) and blocks of 128, 128 and 44 features, six
+// pairs, each of which must land in its own place of C.
+TEST(Pca, GramMatrixOverSeveralTilesAndFeatureBlocksMatchesDenseSvd) {
+  const std::int64_t n = 700, g = 300;
+  const auto [x, dense] = planted_matrix(n, g);
+  const Mat centred = dense.rowwise() - dense.colwise().mean();
+  const Eigen::JacobiSVD<Mat> svd(centred, Eigen::ComputeThinV);
+  PcaOptions o;
+  o.n_comps = 8;
+  o.op = PcaOperator::gram;
+  o.solver = PcaSolver::dense;
+  const auto a = pca(x, o);
+  const auto b = pca(x, o);
+  EXPECT_EQ(a.components, b.components);
+  EXPECT_EQ(a.scores, b.scores);
+  for (int c = 0; c < o.n_comps; ++c) {
+    EXPECT_NEAR(a.singular_values[c], svd.singularValues()(c), 1e-9 * svd.singularValues()(0)) << c;
+    if (c >= 3) continue;  // past the planted part the noise's gaps are too narrow for a tight angle
+    Eigen::VectorXd ours(g);
+    for (std::int64_t j = 0; j < g; ++j) ours(j) = a.components[c * g + j];
+    EXPECT_LT(angle(ours, svd.matrixV().col(c)), 1e-7) << c;
+  }
 }
 
 TEST(Pca, LanczosConvergesBeforeTheFullSpace) {

@@ -31,7 +31,10 @@
 // - gram: C itself (double) is formed once from the dense centred tiles,
 //   T(r, j) = x_rj - mu_j, stored per block of 128 features (a cell's values of
 //   one block contiguous), as C += T^T T by GEMM on the block pairs on and
-//   above the diagonal; tiles are added in cell order. Forming costs about
+//   above the diagonal; tiles are added in cell order. On the host a tile's
+//   pairs are shared among the rank's threads, each pair one GEMM on one BLAS
+//   thread into its own block of C, so the bits do not depend on the thread
+//   count; on a device the pairs go one after another. Forming costs about
 //   n · g² / 2 multiply-adds, after which a block costs g² · b. Centring the
 //   tile, rather than subtracting n mu mu^T from X^T X, keeps the cancellation
 //   out of C. The scores A y_i are then GEMMs on the same tiles.
