@@ -18,6 +18,11 @@ real_time on the same file):
 (anndata 0.11.4's own backed row indexing fails with scipy >= 1.15:
 'backed_csr_matrix' has no '_validate_indices'; hence the h5py peer.)
 
+--compression gzip writes X (and obs) gzip-compressed, as anndata's
+write_h5ad(compression="gzip") and most shared .h5ad files do; --threads N runs
+bench_io with OMP_NUM_THREADS=N (an OpenMP build inflates chunks on N threads;
+h5py inflates on one).
+
 Run it through perf/io/run_comparison.sh BUILD_DIR (which provides the Python
 environment); BUILD_DIR must hold perf/bench_io.
 """
@@ -44,7 +49,7 @@ import scipy.sparse as sp  # noqa: E402
 GENES, PER_CELL, DONORS, BLOCK = 2000, 60, 100, 50
 
 
-def write_cohort(path: Path, cells: int):
+def write_cohort(path: Path, cells: int, compression):
     rng = np.random.default_rng(1)
     starts = rng.integers(0, GENES, size=cells)
     strides = rng.integers(1, 32, size=cells)
@@ -54,7 +59,8 @@ def write_cohort(path: Path, cells: int):
     x = sp.csr_matrix((data, cols.ravel(), np.arange(cells + 1) * PER_CELL), shape=(cells, GENES))
     donor = pd.Categorical.from_codes((np.arange(cells) // BLOCK) % DONORS,
                                       [f"donor{d}" for d in range(DONORS)])
-    ad.AnnData(x, obs=pd.DataFrame({"donor": donor}, index=[f"c{i}" for i in range(cells)])).write_h5ad(path)
+    ad.AnnData(x, obs=pd.DataFrame({"donor": donor}, index=[f"c{i}" for i in range(cells)])).write_h5ad(
+        path, compression=compression)
     return [np.flatnonzero(donor.codes == d) for d in range(DONORS)]
 
 
@@ -99,9 +105,9 @@ def anndata_times(path: Path, donors, repeats):
     return out
 
 
-def kotml_times(build: Path, path: Path):
+def kotml_times(build: Path, path: Path, threads: int):
     binary = build / "perf" / "bench_io"
-    env = dict(os.environ, KOTML_BENCH_IO_FILE=str(path), OMP_NUM_THREADS="1",
+    env = dict(os.environ, KOTML_BENCH_IO_FILE=str(path), OMP_NUM_THREADS=str(threads),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     result = subprocess.run(
         [str(binary), "--benchmark_filter=BM_DonorRows|BM_WholeMatrixCsr|BM_ObsLabels",
@@ -124,16 +130,19 @@ def main():
     parser.add_argument("--build", required=True, type=Path)
     parser.add_argument("--cells", type=int, default=100000)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--compression", choices=("none", "gzip"), default="none")
+    parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS for bench_io")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cohort.h5ad"
-        donors = write_cohort(path, args.cells)
-        kotml, context = kotml_times(args.build, path)
+        donors = write_cohort(path, args.cells, None if args.compression == "none" else args.compression)
+        kotml, context = kotml_times(args.build, path, args.threads)
         peer = anndata_times(path, donors, args.repeats)
     print(f"machine: {platform.node()}, {context.get('cpu_model', '?')}, "
           f"{context.get('num_cpus', '?')} CPUs, load {os.getloadavg()[0]:.1f}")
     print(f"file: {args.cells} cells x {GENES} genes, {args.cells * PER_CELL} non-zeros (CSR float32), "
-          f"{DONORS} donors of {args.cells // DONORS} cells; anndata {ad.__version__}, h5py {h5py.__version__}")
+          f"{DONORS} donors of {args.cells // DONORS} cells, compression {args.compression}; "
+          f"kotml on {args.threads} thread(s); anndata {ad.__version__}, h5py {h5py.__version__}")
     print(f"{'operation':18s} {'kotml ms':>10s} {'peer ms':>11s} {'peer/kotml':>14s}")
     for name in ("one donor, dense", "one donor, CSR", "whole X as CSR", "donor labels"):
         print(f"{name:18s} {kotml[name]:10.2f} {peer[name]:11.2f} {peer[name] / kotml[name]:14.1f}")

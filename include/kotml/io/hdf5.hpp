@@ -10,6 +10,9 @@
 // reaches the user as one line naming what could not be read.
 //
 // Not thread-safe (neither is the serial HDF5 library): call from one host thread.
+// Whole, range and row-range reads of gzip-compressed chunked datasets use the
+// rank's Kokkos host threads themselves, for zlib only (io/deflated_chunks.hpp);
+// HDF5 stays on the calling thread.
 
 #include <cstdint>
 #include <optional>
