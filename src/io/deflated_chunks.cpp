@@ -5,12 +5,12 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/core/types.hpp"
+#include "hdf5_handle.hpp"
 
 namespace kotml::io::h5::detail {
 namespace {
@@ -27,13 +27,6 @@ std::size_t plausible_stored_bytes(std::size_t inflated) { return inflated + inf
 /// Status of one chunk's inflation; zlib's own codes are negative.
 constexpr int chunk_ok = 0;
 constexpr int chunk_wrong_size = 1;
-
-struct PlistCloser {
-  hid_t id;
-  ~PlistCloser() {
-    if (id >= 0) H5Pclose(id);
-  }
-};
 
 }  // namespace
 
@@ -54,24 +47,26 @@ struct DeflatedChunks::Chunk {
   std::uint32_t skipped = 0;    // HDF5's filter mask: bit i set, filter i not applied
 };
 
-std::optional<DeflatedChunks> DeflatedChunks::of(hid_t dataset, hid_t memory_type) {
-  const hid_t dcpl = H5Dget_create_plist(dataset);
-  if (dcpl < 0) {
+std::optional<DeflatedChunks> DeflatedChunks::of(hid_t dataset, const std::vector<std::int64_t>& dims,
+                                                 hid_t memory_type) {
+  const int rank = static_cast<int>(dims.size());
+  if (rank < 1 || rank > H5S_MAX_RANK) return std::nullopt;
+  const Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
+  if (!dcpl.valid()) {
     H5Eclear2(H5E_DEFAULT);
     return std::nullopt;
   }
-  const PlistCloser close_dcpl{dcpl};
-  if (H5Pget_layout(dcpl) != H5D_CHUNKED) return std::nullopt;
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return std::nullopt;
 
   DeflatedChunks layout;
   layout.dataset_ = dataset;
-  const int filters = H5Pget_nfilters(dcpl);
+  const int filters = H5Pget_nfilters(dcpl.get());
   if (filters < 1 || filters > 2) return std::nullopt;
   for (int f = 0; f < filters; ++f) {
     unsigned flags = 0, values[8] = {};
     std::size_t value_count = 8;
     char name[64];
-    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(f), &flags, &value_count, values,
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(f), &flags, &value_count, values,
                                            sizeof name, name, nullptr);
     if (id == H5Z_FILTER_DEFLATE && f == filters - 1)
       layout.deflate_position_ = f;
@@ -81,37 +76,26 @@ std::optional<DeflatedChunks> DeflatedChunks::of(hid_t dataset, hid_t memory_typ
       return std::nullopt;
   }
 
-  const hid_t stored_type = H5Dget_type(dataset);
-  if (stored_type < 0) {
+  const Handle stored_type(H5Dget_type(dataset), H5Tclose);
+  if (!stored_type.valid()) {
     H5Eclear2(H5E_DEFAULT);
     return std::nullopt;
   }
-  const bool same_type = H5Tequal(stored_type, memory_type) > 0;
-  H5Tclose(stored_type);
-  if (!same_type) return std::nullopt;
+  if (H5Tequal(stored_type.get(), memory_type) <= 0) return std::nullopt;
   layout.element_size_ = H5Tget_size(memory_type);
 
-  const hid_t space = H5Dget_space(dataset);
-  if (space < 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return std::nullopt;
-  }
-  const int rank = H5Sget_simple_extent_ndims(space);
-  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
-  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
-  H5Sclose(space);
-  if (rank < 1 || rank > H5S_MAX_RANK) return std::nullopt;
   std::vector<hsize_t> chunk(static_cast<std::size_t>(rank));
-  if (H5Pget_chunk(dcpl, rank, chunk.data()) != rank || chunk[0] == 0) return std::nullopt;
+  if (H5Pget_chunk(dcpl.get(), rank, chunk.data()) != rank || chunk[0] == 0) return std::nullopt;
   layout.rank_ = rank;
   layout.chunk_rows_ = static_cast<std::int64_t>(chunk[0]);
   std::int64_t row_length = 1;
   for (int k = 1; k < rank; ++k) {
-    if (chunk[static_cast<std::size_t>(k)] != dims[static_cast<std::size_t>(k)]) return std::nullopt;
-    row_length *= static_cast<std::int64_t>(dims[static_cast<std::size_t>(k)]);
+    if (static_cast<std::int64_t>(chunk[static_cast<std::size_t>(k)]) != dims[static_cast<std::size_t>(k)])
+      return std::nullopt;
+    row_length *= dims[static_cast<std::size_t>(k)];
   }
   layout.chunk_elements_ = layout.chunk_rows_ * row_length;
-  layout.extent_elements_ = static_cast<std::int64_t>(dims[0]) * row_length;
+  layout.extent_elements_ = dims[0] * row_length;
   if (layout.chunk_elements_ <= 0) return std::nullopt;
   return layout;
 }

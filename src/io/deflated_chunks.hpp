@@ -37,9 +37,9 @@ class DeflatedChunks {
   /// Flattened elements [begin, end) of the dataset.
   using Range = std::pair<std::int64_t, std::int64_t>;
 
-  /// The dataset's layout when it is one this reader takes (see above) and its
-  /// stored type equals `memory_type`; nullopt otherwise.
-  static std::optional<DeflatedChunks> of(hid_t dataset, hid_t memory_type);
+  /// The layout of `dataset`, of shape `dims`, when it is one this reader takes
+  /// (see above) and its stored type equals `memory_type`; nullopt otherwise.
+  static std::optional<DeflatedChunks> of(hid_t dataset, const std::vector<std::int64_t>& dims, hid_t memory_type);
 
   /// The ranges, one after another, into `out` (their total length in elements
   /// of the memory type). A chunk that several ranges touch is inflated once.

@@ -16,10 +16,13 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/large_vector.hpp"
 #include "deflated_chunks.hpp"
+#include "hdf5_handle.hpp"
 
 static_assert(sizeof(hid_t) == sizeof(std::int64_t), "kotml stores hid_t as int64 (HDF5 >= 1.10)");
 
 namespace kotml::io::h5 {
+using detail::Handle;
+
 namespace {
 
 // ------------------------------------------------------------------ errors
@@ -64,37 +67,6 @@ std::string display(const std::string& object) { return object.empty() ? "/" : o
 constexpr std::int64_t max_elements = std::int64_t(1) << 40;
 
 // ----------------------------------------------------------------- handles
-
-/// Owns one HDF5 identifier and closes it with the matching H5?close.
-class Handle {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Handle() = default;
-  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
-  Handle(Handle&& o) noexcept : id_(o.id_), closer_(o.closer_) { o.id_ = -1; }
-  Handle& operator=(Handle&& o) noexcept {
-    if (this != &o) {
-      reset();
-      id_ = o.id_;
-      closer_ = o.closer_;
-      o.id_ = -1;
-    }
-    return *this;
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  ~Handle() { reset(); }
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-
- private:
-  void reset() {
-    if (id_ >= 0 && closer_) closer_(id_);
-    id_ = -1;
-  }
-  hid_t id_ = -1;
-  Closer closer_ = nullptr;
-};
 
 Handle checked(hid_t id, Handle::Closer closer, const std::string& file, const std::string& element,
                const std::string& what) {
@@ -370,14 +342,15 @@ void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space
               "holds " + describe_type(type.get()).dtype + " values, not numbers");
 }
 
-/// Flattened elements [begin, end) of a dataset through the host threads'
-/// inflation (deflated_chunks.hpp) when its layout and type allow; false when
-/// HDF5 is to read them.
+/// Flattened element ranges of a dataset of shape `dims`, one after another,
+/// through the host threads' inflation (deflated_chunks.hpp) when its layout
+/// and type allow; false when HDF5 is to read them.
 template <class T>
-bool read_deflated(hid_t dataset, std::int64_t begin, std::int64_t end, T* out, const std::string& path,
+bool read_deflated(hid_t dataset, const std::vector<std::int64_t>& dims,
+                   const std::vector<detail::DeflatedChunks::Range>& ranges, T* out, const std::string& path,
                    const std::string& element) {
-  const auto chunks = detail::DeflatedChunks::of(dataset, native_type<T>());
-  return chunks && chunks->read({{begin, end}}, out, path, display(element));
+  const auto chunks = detail::DeflatedChunks::of(dataset, dims, native_type<T>());
+  return chunks && chunks->read(ranges, out, path, display(element));
 }
 
 /// Reads n strings (variable or fixed length) from a dataset selection or a
@@ -781,9 +754,10 @@ std::vector<T> File::read(const std::string& dataset) const {
   require_dataset(*this, dataset);
   Handle d = open_dataset(id_, path_, dataset, ChunkCache::bypass);
   Handle space = dataset_space(d.get(), path_, dataset);
-  const auto n = static_cast<std::size_t>(element_count(space_dims(space.get(), path_, dataset)));
+  const auto dims = space_dims(space.get(), path_, dataset);
+  const auto n = static_cast<std::size_t>(element_count(dims));
   auto values = large_vector<T>(n);
-  if (n > 0 && !read_deflated(d.get(), 0, static_cast<std::int64_t>(n), values.data(), path_, dataset))
+  if (n > 0 && !read_deflated(d.get(), dims, {{0, static_cast<std::int64_t>(n)}}, values.data(), path_, dataset))
     read_numbers(Source::dataset, d.get(), H5S_ALL, H5S_ALL, values.data(), n, path_, dataset);
   return values;
 }
@@ -804,7 +778,7 @@ std::vector<T> File::read_range(const std::string& dataset, std::int64_t begin, 
                                              std::to_string(dims[0]) + " elements");
   auto values = large_vector<T>(static_cast<std::size_t>(end - begin));
   if (values.empty()) return values;
-  if (read_deflated(d.get(), begin, end, values.data(), path_, dataset)) return values;
+  if (read_deflated(d.get(), dims, {{begin, end}}, values.data(), path_, dataset)) return values;
   const hsize_t start = static_cast<hsize_t>(begin), count = values.size();
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
   Handle mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
@@ -833,9 +807,7 @@ std::vector<T> File::read_ranges(const std::string& dataset,
     total += end - begin;
   }
   auto values = large_vector<T>(static_cast<std::size_t>(total));
-  if (const auto chunks = detail::DeflatedChunks::of(d.get(), native_type<T>());
-      chunks && chunks->read(ranges, values.data(), path_, display(dataset)))
-    return values;
+  if (read_deflated(d.get(), dims, ranges, values.data(), path_, dataset)) return values;
   std::size_t offset = 0;
   for (const auto& [begin, end] : ranges) {
     if (end == begin) continue;
@@ -867,7 +839,8 @@ std::vector<T> File::read_row_range(const std::string& dataset, std::int64_t beg
   for (std::size_t k = 1; k < dims.size(); ++k) row_length *= dims[k];
   auto values = large_vector<T>(static_cast<std::size_t>((end - begin) * row_length));
   if (values.empty()) return values;
-  if (read_deflated(d.get(), begin * row_length, end * row_length, values.data(), path_, dataset)) return values;
+  if (read_deflated(d.get(), dims, {{begin * row_length, end * row_length}}, values.data(), path_, dataset))
+    return values;
   std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
   start[0] = static_cast<hsize_t>(begin);
   count[0] = static_cast<hsize_t>(end - begin);
