@@ -27,6 +27,7 @@
 #include "kotml/core/progress.hpp"
 #include "kotml/core/version.hpp"
 #include "kotml/dist/comm.hpp"
+#include "kotml/io/hdf5.hpp"
 #include "completion.hpp"
 #include "parse.hpp"
 #include "subcommand.hpp"
@@ -185,10 +186,30 @@ int dispatch_agreed(const std::vector<std::string>& args, const dist::Comm& comm
   }
 }
 
+/// The command-line words that may name input files: all but the values of the
+/// output options, whose old contents are about to be replaced (walking them
+/// would only take cores from the run).
+std::vector<std::string> possible_inputs(int argc, char* argv[]) {
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "-o" || word == "--output" || word == "--out") {
+      ++i;
+      continue;
+    }
+    if (word.rfind("--output=", 0) == 0 || word.rfind("--out=", 0) == 0) continue;
+    words.push_back(word);
+  }
+  return words;
+}
+
 }  // namespace
 }  // namespace kotml::cli
 
 int main(int argc, char* argv[]) {
+  // The input files' verification walks (child processes) run while MPI and
+  // Kokkos start, instead of after them.
+  kotml::io::h5::start_verification(kotml::cli::possible_inputs(argc, argv));
   kotml::dist::initialize_mpi(&argc, &argv);
   int code = kotml::exit_ok;
   {
@@ -226,6 +247,7 @@ int main(int argc, char* argv[]) {
       if (comm.size() > 1) MPI_Abort(MPI_COMM_WORLD, code);
     }
   }
+  kotml::io::h5::cancel_pending_verification();
   MPI_Finalize();
   return code;
 }

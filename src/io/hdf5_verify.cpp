@@ -12,6 +12,11 @@
 //
 // The child never calls MPI, Kokkos or exit handlers; it only reads the file and
 // writes progress lines to a pipe, then _exits.
+//
+// kotml's main begins the walks of the files named on its command line before
+// MPI_Init (start_verification), so that they overlap the start-up; the first
+// open of such a file then waits for its walk. The verdict belongs to the bytes
+// walked: a file whose size or modification time changed since is walked again.
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -26,8 +31,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kotml/core/error.hpp"
 #include "kotml/io/hdf5.hpp"
@@ -187,46 +194,74 @@ std::string signal_name(int sig) {
   }
 }
 
+/// What makes a verified file the same file later: where it lives (device and
+/// inode, so that "./x.h5ad" and "/data/x.h5ad" meet) and what it holds (size
+/// and modification time).
 struct Identity {
-  long long size = 0, mtime_ns = 0;
-  bool operator==(const Identity& o) const { return size == o.size && mtime_ns == o.mtime_ns; }
+  long long device = 0, inode = 0, size = 0, mtime_ns = 0;
+  bool operator==(const Identity& o) const {
+    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
+  }
 };
 
-}  // namespace
-
-void verify_readable(const std::string& path) {
-  if (const char* flag = std::getenv("KOTML_H5_VERIFY"); flag && std::string(flag) == "0") return;
+/// The identity of an HDF5 file at path; none for anything else (the open
+/// that follows reports a missing or non-HDF5 file).
+std::optional<Identity> identity_of(const std::string& path) {
   struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !has_hdf5_signature(path)) return;  // open reports it
-  const Identity identity{static_cast<long long>(info.st_size),
-                          static_cast<long long>(info.st_mtim.tv_sec) * 1000000000LL + info.st_mtim.tv_nsec};
-  static std::mutex mutex;
-  static std::map<std::string, Identity> verified;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = verified.find(path); it != verified.end() && it->second == identity) return;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || !has_hdf5_signature(path)) return std::nullopt;
+  return Identity{static_cast<long long>(info.st_dev), static_cast<long long>(info.st_ino),
+                  static_cast<long long>(info.st_size),
+                  static_cast<long long>(info.st_mtim.tv_sec) * 1000000000LL + info.st_mtim.tv_nsec};
+}
 
-  // Where no child process can be made (process limits, sandboxes), the walk
-  // is skipped: it is a safety net, and the reads themselves still check.
+bool verification_disabled() {
+  const char* flag = std::getenv("KOTML_H5_VERIFY");
+  return flag && std::string(flag) == "0";
+}
+
+/// A walk under way: its child and the read end of its progress pipe.
+struct Walk {
+  pid_t child = -1;
+  int progress_fd = -1;
+};
+
+/// Forks the walking child. False where no child can be made (process limits,
+/// sandboxes): the walk is a safety net, and the reads themselves still check.
+bool start_walk(const std::string& path, Walk& walk) {
   int fds[2];
-  if (::pipe(fds) != 0) return;
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
   const pid_t child = ::fork();
   if (child < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    return;
+    return false;
   }
   if (child == 0) {
     ::close(fds[0]);
     run_child(path, fds[1]);
   }
   ::close(fds[1]);
+  walk = Walk{child, fds[0]};
+  return true;
+}
 
+void stop_walk(const Walk& walk) {
+  ::kill(walk.child, SIGKILL);
+  ::close(walk.progress_fd);
+  int status = 0;
+  while (::waitpid(walk.child, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+/// Follows a walk's progress to its end and turns a crash, a stall or a failure
+/// into an Error naming the last element the child reported.
+void finish_walk(const std::string& path, const Walk& walk) {
   const int limit_ms = static_cast<int>(inactivity_limit_seconds() * 1000);
   std::string pending, last_element = "/";
   bool finished = false, stalled = false;
   char buffer[4096];
   while (true) {
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{walk.progress_fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, limit_ms);
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -236,7 +271,7 @@ void verify_readable(const std::string& path) {
       stalled = true;
       break;
     }
-    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    const ssize_t n = ::read(walk.progress_fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the child closed the pipe: it ended
     pending.append(buffer, static_cast<std::size_t>(n));
@@ -249,22 +284,105 @@ void verify_readable(const std::string& path) {
         last_element = line;
     }
   }
-  ::close(fds[0]);
-  if (stalled) ::kill(child, SIGKILL);
+  ::close(walk.progress_fd);
+  if (stalled) ::kill(walk.child, SIGKILL);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  pid_t reaped = -1;
+  while ((reaped = ::waitpid(walk.child, &status, 0)) < 0 && errno == EINTR) {
   }
   if (stalled)
     throw Error(path, last_element,
                 "the file is damaged: the HDF5 library stopped making progress reading this "
                 "element (no progress for " + std::to_string(limit_ms / 1000) + " s)");
-  if (WIFSIGNALED(status))
+  if (reaped == walk.child && WIFSIGNALED(status))
     throw Error(path, last_element,
                 "the file is damaged: the HDF5 library crashed (" + signal_name(WTERMSIG(status)) +
                     ") reading this element");
-  if (!finished || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  // The child's last line is its verdict; its exit status only confirms it
+  // where this process could still reap it (a walk begun before MPI_Init is
+  // this process's child, but an MPI library may reap children it did not make).
+  if (!finished || (reaped == walk.child && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)))
     throw Error(path, last_element, "the file is damaged: verifying it failed at this element");
-  verified[path] = identity;
+}
+
+/// The verdicts and the walks under way, shared by every thread of the process.
+struct Verifications {
+  std::mutex mutex;
+  std::map<std::string, Identity> verified;       // by path as given
+  std::vector<std::pair<Identity, Walk>> pending;  // begun by start_verification
+};
+
+Verifications& verifications() {
+  static Verifications v;
+  return v;
+}
+
+constexpr std::size_t max_early_walks = 8;
+
+}  // namespace
+
+void verify_readable(const std::string& path) {
+  if (verification_disabled()) return;
+  const std::optional<Identity> identity = identity_of(path);
+  if (!identity) return;  // open reports it
+  Verifications& v = verifications();
+  std::lock_guard<std::mutex> lock(v.mutex);
+  if (auto it = v.verified.find(path); it != v.verified.end() && it->second == *identity) return;
+
+  Walk walk;
+  bool begun = false;
+  for (auto it = v.pending.begin(); it != v.pending.end(); ++it) {
+    const Identity& early = it->first;
+    if (early.device != identity->device || early.inode != identity->inode) continue;
+    // The file changed since its walk began: that verdict would be about other bytes.
+    if (early == *identity) {
+      walk = it->second;
+      begun = true;
+    } else {
+      stop_walk(it->second);
+    }
+    v.pending.erase(it);
+    break;
+  }
+  if (!begun && !start_walk(path, walk)) return;
+  finish_walk(path, walk);
+  v.verified[path] = *identity;
+}
+
+void start_verification(const std::vector<std::string>& candidates) {
+  if (verification_disabled()) return;
+  Verifications& v = verifications();
+  std::lock_guard<std::mutex> lock(v.mutex);
+  for (const std::string& candidate : candidates) {
+    if (v.pending.size() >= max_early_walks) break;
+    std::string path = candidate;
+    if (path.rfind("--", 0) == 0) {
+      const std::size_t equals = path.find('=');
+      if (equals == std::string::npos) continue;
+      path = path.substr(equals + 1);
+    }
+    if (path.empty() || path[0] == '-') continue;
+    const std::optional<Identity> identity = identity_of(path);
+    if (!identity) continue;
+    bool already = false;
+    for (const auto& [early, walk] : v.pending)
+      already = already || (early.device == identity->device && early.inode == identity->inode);
+    Walk walk;
+    if (!already && start_walk(path, walk)) v.pending.emplace_back(*identity, walk);
+  }
+}
+
+void cancel_pending_verification() {
+  Verifications& v = verifications();
+  std::lock_guard<std::mutex> lock(v.mutex);
+  for (const auto& [identity, walk] : v.pending) stop_walk(walk);
+  v.pending.clear();
+}
+
+std::size_t pending_verifications() {
+  Verifications& v = verifications();
+  std::lock_guard<std::mutex> lock(v.mutex);
+  return v.pending.size();
 }
 
 }  // namespace kotml::io::h5
