@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -199,9 +200,8 @@ std::string signal_name(int sig) {
 /// and modification time).
 struct Identity {
   long long device = 0, inode = 0, size = 0, mtime_ns = 0;
-  bool operator==(const Identity& o) const {
-    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
-  }
+  bool same_file(const Identity& o) const { return device == o.device && inode == o.inode; }
+  bool operator==(const Identity& o) const { return same_file(o) && size == o.size && mtime_ns == o.mtime_ns; }
 };
 
 /// The identity of an HDF5 file at path; none for anything else (the open
@@ -333,7 +333,7 @@ void verify_readable(const std::string& path) {
   bool begun = false;
   for (auto it = v.pending.begin(); it != v.pending.end(); ++it) {
     const Identity& early = it->first;
-    if (early.device != identity->device || early.inode != identity->inode) continue;
+    if (!early.same_file(*identity)) continue;
     // The file changed since its walk began: that verdict would be about other bytes.
     if (early == *identity) {
       walk = it->second;
@@ -364,9 +364,8 @@ void start_verification(const std::vector<std::string>& candidates) {
     if (path.empty() || path[0] == '-') continue;
     const std::optional<Identity> identity = identity_of(path);
     if (!identity) continue;
-    bool already = false;
-    for (const auto& [early, walk] : v.pending)
-      already = already || (early.device == identity->device && early.inode == identity->inode);
+    const bool already = std::any_of(v.pending.begin(), v.pending.end(),
+                                     [&](const auto& early) { return early.first.same_file(*identity); });
     Walk walk;
     if (!already && start_walk(path, walk)) v.pending.emplace_back(*identity, walk);
   }
