@@ -1,10 +1,11 @@
 #include "deflated_chunks.hpp"
 
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "kotml/core/error.hpp"
@@ -20,13 +21,15 @@ namespace {
 /// bounded whatever the dataset's size.
 constexpr std::size_t batch_bytes = std::size_t(64) << 20;
 
-/// Above this a stored chunk cannot be deflate's output for its size (zlib's
+/// Above this a stored chunk cannot be deflate's output for its size (deflate's
 /// bound is about 0.03% plus a few bytes): the size comes from a damaged index.
 std::size_t plausible_stored_bytes(std::size_t inflated) { return inflated + inflated / 64 + 1024; }
 
-/// Status of one chunk's inflation; zlib's own codes are negative.
+/// Status of one chunk's inflation.
 constexpr int chunk_ok = 0;
-constexpr int chunk_wrong_size = 1;
+constexpr int chunk_wrong_size = 1;  // inflates to more or fewer bytes than a chunk holds
+constexpr int chunk_bad_data = 2;    // not a zlib stream, or its Adler-32 does not match
+constexpr int chunk_no_memory = 3;   // no decompressor could be allocated
 
 }  // namespace
 
@@ -185,10 +188,11 @@ bool DeflatedChunks::read(const std::vector<Range>& ranges, void* out, const std
       if (status[static_cast<std::size_t>(c)] == chunk_ok) continue;
       const std::int64_t at = chunks[batch_first + static_cast<std::size_t>(c)].index * chunk_elements_;
       const int code = status[static_cast<std::size_t>(c)];
+      if (code == chunk_no_memory) throw std::bad_alloc();
       throw Error(path, element,
                   "the file is damaged: the compressed chunk at element " + std::to_string(at) +
                       (code == chunk_wrong_size ? " does not inflate to its " + std::to_string(chunk_bytes) + " bytes"
-                                                : std::string(" does not inflate (zlib: ") + zError(code) + ")"));
+                                                : std::string(" does not inflate (not a valid zlib stream)")));
     }
   }
   return true;
@@ -206,14 +210,23 @@ void DeflatedChunks::inflate_batch(const Chunk* chunks, std::int64_t count, cons
     unsigned char* inflated = chunk.staged_at == SIZE_MAX ? out + pieces[chunk.first_piece].out_at * element_size_
                                                           : staged + chunk.staged_at;
     if (inflate) {
-      uLongf length = static_cast<uLongf>(chunk_bytes);
-      const int code = uncompress(inflated, &length, source, static_cast<uLong>(chunk.packed_bytes));
-      if (code != Z_OK) {
-        status[c] = code;
+      // A decompressor per chunk: a few kilobytes, against a chunk's tens of
+      // kilobytes of output, and no state shared between threads.
+      libdeflate_decompressor* const decompressor = libdeflate_alloc_decompressor();
+      if (decompressor == nullptr) {
+        status[c] = chunk_no_memory;
         return;
       }
-      if (length != chunk_bytes) {
+      std::size_t length = 0;
+      const libdeflate_result result =
+          libdeflate_zlib_decompress(decompressor, source, chunk.packed_bytes, inflated, chunk_bytes, &length);
+      libdeflate_free_decompressor(decompressor);
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE || (result == LIBDEFLATE_SUCCESS && length != chunk_bytes)) {
         status[c] = chunk_wrong_size;
+        return;
+      }
+      if (result != LIBDEFLATE_SUCCESS) {
+        status[c] = chunk_bad_data;
         return;
       }
     } else {
@@ -240,7 +253,7 @@ void DeflatedChunks::inflate_batch(const Chunk* chunks, std::int64_t count, cons
           target[(e - first) * element_size_ + b] = inflated[b * elements + e];
     }
   };
-  // zlib is host code: the chunks go to the host threads even in a device build.
+  // libdeflate is host code: the chunks go to the host threads even in a device build.
   // Without Kokkos (a tool that reads before initialising it) they go in order.
   if (!Kokkos::is_initialized()) {
     for (std::int64_t c = 0; c < count; ++c) one_chunk(c);

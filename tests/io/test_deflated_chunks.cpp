@@ -209,6 +209,13 @@ TEST(DeflatedChunks, DamagedChunkIsNamed) {
   write_stored_chunk(path, "garbage", 1000, std::vector<unsigned char>(100, 0xab), 0u);
   write_deflated(path, "short", {3000}, 1000, H5T_NATIVE_FLOAT, values);
   write_stored_chunk(path, "short", 2000, deflated(values.data(), 500 * sizeof(float)), 0u);
+  write_deflated(path, "long", {3000}, 1000, H5T_NATIVE_FLOAT, values);
+  write_stored_chunk(path, "long", 0, deflated(values.data(), 1100 * sizeof(float)), 0u);
+  // A whole stream whose Adler-32 trailer no longer matches its data.
+  auto wrong_sum = deflated(values.data() + 1000, 1000 * sizeof(float));
+  wrong_sum.back() ^= 0x01;
+  write_deflated(path, "checksum", {3000}, 1000, H5T_NATIVE_FLOAT, values);
+  write_stored_chunk(path, "checksum", 1000, wrong_sum, 0u);
 
   const File f = File::open_read(path);
   const auto reason_of = [&](const std::string& name, std::int64_t begin, std::int64_t end) -> std::string {
@@ -222,13 +229,22 @@ TEST(DeflatedChunks, DamagedChunkIsNamed) {
     }
     return "(no error)";
   };
-  EXPECT_NE(reason_of("garbage", 0, 3000).find("the compressed chunk at element 1000 does not inflate (zlib: "),
+  EXPECT_NE(reason_of("garbage", 0, 3000).find("the compressed chunk at element 1000 does not inflate (not a valid zlib stream)"),
             std::string::npos)
       << reason_of("garbage", 0, 3000);
   EXPECT_NE(reason_of("short", 1500, 2500).find("the compressed chunk at element 2000 does not inflate to its 4000 bytes"),
             std::string::npos)
       << reason_of("short", 1500, 2500);
+  EXPECT_NE(reason_of("long", 0, 1000).find("the compressed chunk at element 0 does not inflate to its 4000 bytes"),
+            std::string::npos)
+      << reason_of("long", 0, 1000);
+  EXPECT_NE(reason_of("checksum", 1200, 1300).find("the compressed chunk at element 1000 does not inflate (not a valid"),
+            std::string::npos)
+      << reason_of("checksum", 1200, 1300);
   // The chunks around the damaged ones still read.
   EXPECT_TRUE(same_bytes(f.read_range<float>("garbage", 2000, 3000), slice(values, 2000, 3000)));
   EXPECT_TRUE(same_bytes(f.read_range<float>("short", 0, 2000), slice(values, 0, 2000)));
+  EXPECT_TRUE(same_bytes(f.read_range<float>("long", 1000, 3000), slice(values, 1000, 3000)));
+  EXPECT_TRUE(same_bytes(f.read_range<float>("checksum", 0, 1000), slice(values, 0, 1000)));
+  EXPECT_TRUE(same_bytes(f.read_range<float>("checksum", 2000, 3000), slice(values, 2000, 3000)));
 }

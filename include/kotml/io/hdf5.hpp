@@ -11,7 +11,7 @@
 //
 // Not thread-safe (neither is the serial HDF5 library): call from one host thread.
 // Whole, range and row-range reads of gzip-compressed chunked datasets use the
-// rank's Kokkos host threads themselves, for zlib only (io/deflated_chunks.hpp);
+// rank's Kokkos host threads themselves, for inflate only (io/deflated_chunks.hpp);
 // HDF5 stays on the calling thread.
 
 #include <cstdint>
