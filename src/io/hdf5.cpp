@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -284,10 +285,18 @@ bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_s
 
 /// Counts the values HDF5's conversion finds outside the target type's range
 /// (1e40 read as float32 would otherwise arrive as inf, and be reported as
-/// "NaN or infinite" although the file holds a finite number).
-H5T_conv_ret_t count_out_of_range(H5T_conv_except_t exception, hid_t, hid_t, void*, void*, void* counter) {
-  if (exception == H5T_CONV_EXCEPT_RANGE_HI || exception == H5T_CONV_EXCEPT_RANGE_LOW)
-    ++*static_cast<std::size_t*>(counter);
+/// "NaN or infinite" although the file holds a finite number). HDF5's native
+/// float64-to-float32 conversion raises the same exception for ±inf, which
+/// stay infinite: those are not counted, and arrive as they are.
+H5T_conv_ret_t count_out_of_range(H5T_conv_except_t exception, hid_t source_type, hid_t, void* source, void*,
+                                  void* counter) {
+  if (exception != H5T_CONV_EXCEPT_RANGE_HI && exception != H5T_CONV_EXCEPT_RANGE_LOW) return H5T_CONV_UNHANDLED;
+  if (source != nullptr && H5Tequal(source_type, H5T_NATIVE_DOUBLE) > 0) {
+    double value = 0;
+    std::memcpy(&value, source, sizeof value);
+    if (std::isinf(value)) return H5T_CONV_UNHANDLED;
+  }
+  ++*static_cast<std::size_t*>(counter);
   return H5T_CONV_UNHANDLED;
 }
 

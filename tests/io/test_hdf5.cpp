@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -292,6 +294,11 @@ TEST(Hdf5, ErrorsNameFileAndElement) {
     f.write<double>("d", {1, 2}, {2});
     f.write<double>("g/inner", {1}, {1});
     f.write<double>("wide", {1.0, 1e40, -1e150, 2.0}, {4});
+    f.write<double>("infinite", {1.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::quiet_NaN(), 3.4028234663852886e38},
+                    {5});
+    // FLT_MAX, and the float64 just past it that rounds to inf.
+    f.write<double>("edge", {3.4028234663852886e38, 3.4028235677973366e38}, {2});
     EXPECT_THROW(f.write<double>("bad", {1, 2, 3}, {2}), Error);
     f.close();
   }
@@ -322,6 +329,21 @@ TEST(Hdf5, ErrorsNameFileAndElement) {
               path + ": wide: 2 value(s) of type float64 overflow on conversion to float32 (they are finite in the file)");
   }
   EXPECT_EQ(f.read<double>("wide")[1], 1e40);
+  // Infinities are not finite values beyond float32: they arrive as they are,
+  // for the caller's own check.
+  const auto infinite = f.read<float>("infinite");
+  ASSERT_EQ(infinite.size(), 5u);
+  EXPECT_EQ(infinite[1], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(infinite[2], -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(infinite[3]));
+  EXPECT_EQ(infinite[4], std::numeric_limits<float>::max());
+  try {
+    f.read<float>("edge");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": edge: 1 value(s) of type float64 overflow on conversion to float32 (they are finite in the file)");
+  }
 }
 
 TEST(Hdf5, MovedFileKeepsOneOwner) {
