@@ -20,8 +20,10 @@
 // Pipelines taken: deflate, or shuffle then deflate (h5py's shuffle=True); a
 // chunk may carry a filter mask saying a filter was skipped for it (HDF5 stores
 // a chunk uncompressed when deflate did not shrink it). Anything else (other
-// filters, checksums, a file type that differs from the one asked for, chunks
-// not stored, implausible chunk sizes) is left to HDF5 by returning false.
+// filters, checksums, a file type that differs from the memory type given,
+// chunks not stored, implausible chunk sizes) is left to HDF5 by returning
+// false. h5::File gives the stored type where it differs from the one asked
+// for, and converts after (number_conversion.hpp).
 
 #include <hdf5.h>
 

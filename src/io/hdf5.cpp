@@ -18,6 +18,7 @@
 #include "kotml/core/large_vector.hpp"
 #include "deflated_chunks.hpp"
 #include "hdf5_handle.hpp"
+#include "number_conversion.hpp"
 
 static_assert(sizeof(hid_t) == sizeof(std::int64_t), "kotml stores hid_t as int64 (HDF5 >= 1.10)");
 
@@ -235,40 +236,18 @@ void convert_enum_bytes(const std::vector<unsigned char>& bytes, std::size_t wid
 
 enum class Source { dataset, attribute };
 
-/// True when every value of From is exactly representable in To, so that a
-/// static_cast loop gives what HDF5's conversion would.
-template <class From, class To>
-constexpr bool widens() {
-  if constexpr (std::is_same_v<From, To>) return false;  // no conversion needed at all
-  if constexpr (std::is_same_v<To, double>) return true;  // ints round like HDF5's; floats exact
-  if constexpr (std::is_floating_point_v<From> || std::is_floating_point_v<To>) return false;
-  if constexpr (std::is_signed_v<From> == std::is_signed_v<To>) return sizeof(To) > sizeof(From);
-  if constexpr (std::is_signed_v<To>) return sizeof(To) > sizeof(From);
-  return false;
-}
-
-/// HDF5's element-wise conversion runs through a 1 MiB strip buffer and is
-/// several times slower than reading the stored type and widening here (int32
-/// sparse indices into int64, int8 category codes into int32, anything into
-/// double). Returns false when this fast path does not apply.
-template <class T>
-bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_space, T* out,
-                   std::size_t n, const std::string& path, const std::string& element) {
+/// Calls visit(From{}, native type) for the native element type the file's
+/// type `file_type` is stored as, among h5::File's ten; false where it is none
+/// of them (or visit returns false).
+template <class Visit>
+bool visit_stored_type(hid_t file_type, const std::string& path, const std::string& element, Visit&& visit) {
   Handle stored = checked(H5Tget_native_type(file_type, H5T_DIR_ASCEND), H5Tclose, path, element,
                           "cannot read the datatype");
-  bool done = false;
+  bool done = false, found = false;
   auto attempt = [&](auto tag, hid_t candidate) {
-    using From = decltype(tag);
-    if (done || H5Tequal(stored.get(), candidate) <= 0) return;
-    if constexpr (widens<From, T>()) {
-      // Not value-initialised: HDF5 overwrites every element.
-      std::unique_ptr<From[]> buffer(new From[n]);
-      advise_huge_pages(buffer.get(), n * sizeof(From));
-      if (H5Dread(dataset, candidate, mem_space, file_space, H5P_DEFAULT, buffer.get()) < 0)
-        fail(path, element, "cannot read the values");
-      for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(buffer[i]);
-      done = true;
-    }
+    if (found || H5Tequal(stored.get(), candidate) <= 0) return;
+    found = true;
+    done = visit(tag, candidate);
   };
   attempt(std::int8_t{}, H5T_NATIVE_INT8);
   attempt(std::int16_t{}, H5T_NATIVE_INT16);
@@ -281,6 +260,41 @@ bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_s
   attempt(float{}, H5T_NATIVE_FLOAT);
   attempt(double{}, H5T_NATIVE_DOUBLE);
   return done;
+}
+
+/// The error for values HDF5's conversion (or convert_counting) finds outside
+/// the asked-for type's range.
+template <class T>
+[[noreturn]] void fail_out_of_range(const std::string& path, const std::string& element, std::size_t count,
+                                    hid_t file_type) {
+  throw Error(path, display(element),
+              std::to_string(count) + " value(s) of type " + describe_type(file_type).dtype +
+                  " overflow on conversion to " + describe_type(native_type<T>()).dtype +
+                  " (they are finite in the file)");
+}
+
+/// HDF5's element-wise conversion runs through a 1 MiB strip buffer on one
+/// thread, several times slower than reading the stored type and widening on
+/// the host threads (number_conversion.hpp: int32 sparse indices into int64,
+/// int8 category codes into int32, anything into double). Only widening: the
+/// stored values are then fewer bytes than the output. Returns false when this
+/// path does not apply.
+template <class T>
+bool read_widening(hid_t dataset, hid_t file_type, hid_t mem_space, hid_t file_space, T* out,
+                   std::size_t n, const std::string& path, const std::string& element) {
+  return visit_stored_type(file_type, path, element, [&](auto tag, hid_t stored) {
+    using From = decltype(tag);
+    if constexpr (detail::widens<From, T>()) {
+      // Not value-initialised: HDF5 overwrites every element.
+      std::unique_ptr<From[]> buffer(new From[n]);
+      advise_huge_pages(buffer.get(), n * sizeof(From));
+      if (H5Dread(dataset, stored, mem_space, file_space, H5P_DEFAULT, buffer.get()) < 0)
+        fail(path, element, "cannot read the values");
+      detail::convert_counting(buffer.get(), out, static_cast<std::int64_t>(n));
+      return true;
+    }
+    return false;
+  });
 }
 
 /// Counts the values HDF5's conversion finds outside the target type's range
@@ -301,10 +315,14 @@ H5T_conv_ret_t count_out_of_range(H5T_conv_except_t exception, hid_t source_type
 }
 
 /// Reads n numbers from a dataset selection (or a whole attribute) into out,
-/// converting from any integer, float or enum storage.
+/// converting from any integer, float or enum storage. Values out of T's range
+/// are an error, or, with `out_of_range_total`, added to it for the caller to
+/// report once over several selections (as one read converting them here
+/// would: read_deflated).
 template <class T>
 void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space, T* out,
-                  std::size_t n, const std::string& path, const std::string& element) {
+                  std::size_t n, const std::string& path, const std::string& element,
+                  std::size_t* out_of_range_total = nullptr) {
   Handle type = checked(source == Source::dataset ? H5Dget_type(object) : H5Aget_type(object),
                         H5Tclose, path, element, "cannot read the datatype");
   const H5T_class_t cls = H5Tget_class(type.get());
@@ -323,11 +341,10 @@ void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space
       status = H5Aread(object, native_type<T>(), out);
     }
     if (status < 0) fail(path, element, "cannot read the values");
-    if (out_of_range > 0)
-      throw Error(path, display(element),
-                  std::to_string(out_of_range) + " value(s) of type " + describe_type(type.get()).dtype +
-                      " overflow on conversion to " + describe_type(native_type<T>()).dtype +
-                      " (they are finite in the file)");
+    if (out_of_range_total != nullptr)
+      *out_of_range_total += out_of_range;
+    else if (out_of_range > 0)
+      fail_out_of_range<T>(path, element, out_of_range, type.get());
     return;
   }
   if (cls == H5T_ENUM) {
@@ -351,15 +368,71 @@ void read_numbers(Source source, hid_t object, hid_t mem_space, hid_t file_space
               "holds " + describe_type(type.get()).dtype + " values, not numbers");
 }
 
+Handle file_type_of(hid_t dataset, const std::string& path, const std::string& element) {
+  return checked(H5Dget_type(dataset), H5Tclose, path, element, "cannot read the datatype");
+}
+
+/// Elements of a deflated dataset converted per group of ranges (read_deflated).
+constexpr std::int64_t conversion_block = std::int64_t(8) << 20;
+
 /// Flattened element ranges of a dataset of shape `dims`, one after another,
 /// through the host threads' inflation (deflated_chunks.hpp) when its layout
-/// and type allow; false when HDF5 is to read them.
+/// allows, and its stored type is T or one converted here (read_converting);
+/// false when HDF5 is to read them.
 template <class T>
 bool read_deflated(hid_t dataset, const std::vector<std::int64_t>& dims,
                    const std::vector<detail::DeflatedChunks::Range>& ranges, T* out, const std::string& path,
                    const std::string& element) {
-  const auto chunks = detail::DeflatedChunks::of(dataset, dims, native_type<T>());
-  return chunks && chunks->read(ranges, out, path, display(element));
+  if (const auto chunks = detail::DeflatedChunks::of(dataset, dims, native_type<T>()))
+    return chunks->read(ranges, out, path, display(element));
+  const Handle file_type(H5Dget_type(dataset), H5Tclose);
+  if (!file_type.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  const H5T_class_t cls = H5Tget_class(file_type.get());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) return false;
+  return visit_stored_type(file_type.get(), path, element, [&](auto tag, hid_t stored) {
+    using From = decltype(tag);
+    if constexpr (detail::converts_here<From, T>()) {
+      const auto chunks = detail::DeflatedChunks::of(dataset, dims, stored);
+      if (!chunks) return false;
+      // The stored values pass through a buffer of at most conversion_block
+      // elements, group of ranges by group (a range longer than that is cut):
+      // a narrowing read needs no more memory than its output.
+      std::vector<detail::DeflatedChunks::Range> group;
+      std::unique_ptr<From[]> buffer;
+      std::size_t buffer_size = 0, outside = 0;
+      T* group_out = out;
+      std::int64_t grouped = 0;
+      const auto convert_group = [&]() -> bool {
+        if (grouped == 0) return true;
+        if (buffer_size < static_cast<std::size_t>(grouped)) {
+          buffer.reset(new From[static_cast<std::size_t>(grouped)]);
+          buffer_size = static_cast<std::size_t>(grouped);
+        }
+        if (!chunks->read(group, buffer.get(), path, display(element))) return false;
+        outside += detail::convert_counting(buffer.get(), group_out, grouped);
+        group_out += grouped;
+        group.clear();
+        grouped = 0;
+        return true;
+      };
+      for (auto [begin, end] : ranges) {
+        while (begin < end) {
+          const std::int64_t take = std::min(end - begin, conversion_block - grouped);
+          group.push_back({begin, begin + take});
+          grouped += take;
+          begin += take;
+          if (grouped == conversion_block && !convert_group()) return false;
+        }
+      }
+      if (!convert_group()) return false;
+      if (outside > 0) fail_out_of_range<T>(path, element, outside, file_type.get());
+      return true;
+    }
+    return false;
+  });
 }
 
 /// Reads n strings (variable or fixed length) from a dataset selection or a
@@ -817,7 +890,7 @@ std::vector<T> File::read_ranges(const std::string& dataset,
   }
   auto values = large_vector<T>(static_cast<std::size_t>(total));
   if (read_deflated(d.get(), dims, ranges, values.data(), path_, dataset)) return values;
-  std::size_t offset = 0;
+  std::size_t offset = 0, out_of_range = 0;
   for (const auto& [begin, end] : ranges) {
     if (end == begin) continue;
     const hsize_t start = static_cast<hsize_t>(begin), count = static_cast<hsize_t>(end - begin);
@@ -825,9 +898,10 @@ std::vector<T> File::read_ranges(const std::string& dataset,
       fail(path_, dataset, "cannot select a range");
     Handle mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
     read_numbers(Source::dataset, d.get(), mem.get(), space.get(), values.data() + offset,
-                 static_cast<std::size_t>(count), path_, dataset);
+                 static_cast<std::size_t>(count), path_, dataset, &out_of_range);
     offset += static_cast<std::size_t>(count);
   }
+  if (out_of_range > 0) fail_out_of_range<T>(path_, dataset, out_of_range, file_type_of(d.get(), path_, dataset).get());
   return values;
 }
 
@@ -881,13 +955,23 @@ std::vector<T> File::read_rows(const std::string& dataset,
   unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
 
   std::vector<T> unique_values(unique.size() * static_cast<std::size_t>(row_length));
-  if (row_length > 0 && !unique.empty()) {
+  // Compressed chunks: each run of consecutive rows is one range, and a chunk
+  // that several runs touch is inflated once.
+  std::vector<detail::DeflatedChunks::Range> runs;
+  for (std::size_t first = 0; first < unique.size();) {
+    std::size_t last = first;
+    while (last + 1 < unique.size() && unique[last + 1] == unique[last] + 1) ++last;
+    runs.push_back({unique[first] * row_length, (unique[last] + 1) * row_length});
+    first = last + 1;
+  }
+  if (row_length > 0 && !unique.empty() &&
+      !read_deflated(d.get(), dims, runs, unique_values.data(), path_, dataset)) {
     // Rows close together are read as one block (a few unwanted rows cost less
     // than another read call); far-apart groups get their own read.
     const std::int64_t row_bytes = row_length * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t max_gap = std::max<std::int64_t>(1, (std::int64_t(64) << 10) / row_bytes);
     std::vector<T> block;
-    std::size_t first = 0;
+    std::size_t first = 0, out_of_range = 0;
     while (first < unique.size()) {
       std::size_t last = first;
       while (last + 1 < unique.size() && unique[last + 1] - unique[last] <= max_gap) ++last;
@@ -900,13 +984,33 @@ std::vector<T> File::read_rows(const std::string& dataset,
       block.resize(static_cast<std::size_t>(block_rows * row_length));
       const hsize_t total = block.size();
       Handle mem(H5Screate_simple(1, &total, nullptr), H5Sclose);
+      // Rows between the wanted ones are read too: their values do not count.
+      std::size_t block_out_of_range = 0;
       read_numbers(Source::dataset, d.get(), mem.get(), space.get(), block.data(), block.size(),
-                   path_, dataset);
+                   path_, dataset, &block_out_of_range);
+      if (block_out_of_range > 0) {
+        // Rare (the read fails): the wanted rows' own values counted, run by run.
+        for (std::size_t run_first = first; run_first <= last;) {
+          std::size_t run_last = run_first;
+          while (run_last < last && unique[run_last + 1] == unique[run_last] + 1) ++run_last;
+          start[0] = static_cast<hsize_t>(unique[run_first]);
+          count[0] = static_cast<hsize_t>(unique[run_last] - unique[run_first] + 1);
+          if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
+            fail(path_, dataset, "cannot select rows");
+          std::vector<T> run(static_cast<std::size_t>(count[0]) * static_cast<std::size_t>(row_length));
+          const hsize_t run_total = run.size();
+          Handle run_mem(H5Screate_simple(1, &run_total, nullptr), H5Sclose);
+          read_numbers(Source::dataset, d.get(), run_mem.get(), space.get(), run.data(), run.size(), path_, dataset,
+                       &out_of_range);
+          run_first = run_last + 1;
+        }
+      }
       for (std::size_t u = first; u <= last; ++u)
         std::copy_n(block.data() + (unique[u] - block_begin) * row_length, row_length,
                     unique_values.data() + u * static_cast<std::size_t>(row_length));
       first = last + 1;
     }
+    if (out_of_range > 0) fail_out_of_range<T>(path_, dataset, out_of_range, file_type_of(d.get(), path_, dataset).get());
   }
   if (unique.size() == rows.size() && std::equal(unique.begin(), unique.end(), rows.begin()))
     return unique_values;

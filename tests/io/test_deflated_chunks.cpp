@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -247,4 +248,169 @@ TEST(DeflatedChunks, DamagedChunkIsNamed) {
   EXPECT_TRUE(same_bytes(f.read_range<float>("long", 1000, 3000), slice(values, 1000, 3000)));
   EXPECT_TRUE(same_bytes(f.read_range<float>("checksum", 0, 1000), slice(values, 0, 1000)));
   EXPECT_TRUE(same_bytes(f.read_range<float>("checksum", 2000, 3000), slice(values, 2000, 3000)));
+}
+
+namespace {
+
+/// A contiguous dataset without filters: HDF5 converts it on reading.
+template <class T>
+void write_plain(const std::string& path, const std::string& name, const std::vector<hsize_t>& shape, hid_t type,
+                 const std::vector<T>& values) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t space = H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr);
+  const hid_t dataset = H5Dcreate2(file, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(dataset, 0);
+  ASSERT_GE(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(dataset);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
+/// What a read gives: its values, or the message of its error.
+template <class T, class Read>
+std::string outcome(Read&& read) {
+  try {
+    const std::vector<T> values = read();
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  } catch (const Error& e) {
+    return "error: " + e.reason();
+  }
+}
+
+/// `values` stored as `From` twice, deflated in chunks (so converted by kotml
+/// after inflating) and contiguous (so converted by HDF5), as 1-D and as rows of
+/// 7: every read of them as `To` gives the same bytes, or the same error.
+template <class From, class To>
+void expect_conversions_match_hdf5(const std::string& path, const std::string& name, hid_t stored_type,
+                                   const std::vector<From>& values, bool shuffle) {
+  ASSERT_EQ(values.size() % 7, 0u);
+  const hsize_t n = values.size(), rows = n / 7;
+  write_deflated(path, name + "_z", {n}, 331, stored_type, values, {shuffle, false});
+  write_plain(path, name + "_p", {n}, stored_type, values);
+  write_deflated(path, name + "_z2", {rows, 7}, 45, stored_type, values, {shuffle, false});
+  write_plain(path, name + "_p2", {rows, 7}, stored_type, values);
+  const File f = File::open_read(path);
+  const auto both = [&](const std::string& what, auto&& read) {
+    const std::string deflated_outcome = outcome<To>([&] { return read(name + "_z"); });
+    const std::string plain_outcome = outcome<To>([&] { return read(name + "_p"); });
+    EXPECT_EQ(deflated_outcome, plain_outcome) << name << ", " << what;
+  };
+  both("whole", [&](const std::string& d) { return f.read<To>(d); });
+  both("range", [&](const std::string& d) { return f.read_range<To>(d, 100, static_cast<std::int64_t>(n) - 50); });
+  both("ranges", [&](const std::string& d) {
+    return f.read_ranges<To>(d, {{700, 1400}, {5, 340}, {1390, 1400}, {0, 0}});
+  });
+  const auto row_range = [&](const std::string& suffix) {
+    const std::string deflated_outcome =
+        outcome<To>([&] { return f.read_row_range<To>(name + "_z" + suffix, 11, static_cast<std::int64_t>(rows) - 3); });
+    const std::string plain_outcome =
+        outcome<To>([&] { return f.read_row_range<To>(name + "_p" + suffix, 11, static_cast<std::int64_t>(rows) - 3); });
+    EXPECT_EQ(deflated_outcome, plain_outcome) << name << ", rows" << suffix;
+  };
+  row_range("2");
+  // Rows in any order, repeated, with gaps (HDF5's path reads the rows between
+  // as well: out-of-range values there do not count).
+  for (const std::vector<std::int64_t>& wanted :
+       {std::vector<std::int64_t>{1, 2, 213, 215, 298, 2}, std::vector<std::int64_t>{0, 5, 299}}) {
+    const std::string deflated_outcome = outcome<To>([&] { return f.read_rows<To>(name + "_z2", wanted); });
+    const std::string plain_outcome = outcome<To>([&] { return f.read_rows<To>(name + "_p2", wanted); });
+    EXPECT_EQ(deflated_outcome, plain_outcome) << name << ", rows from " << wanted[0];
+  }
+}
+
+}  // namespace
+
+// Reads that convert the stored type (int32 indices into int64, int64 ones into
+// int32, float64 into float32, anything into double) inflate on the host
+// threads too, then convert there: the same values as HDF5's conversion, and
+// the same count of values out of range.
+TEST(DeflatedChunks, ConversionsGiveWhatHdf5sGive) {
+  TempDir dir;
+  const std::string path = new_file(dir, "converted.h5");
+  const std::size_t n = 7 * 300;
+  // Widening.
+  expect_conversions_match_hdf5<std::int32_t, std::int64_t>(path, "i32_i64", H5T_NATIVE_INT32,
+                                                            varied<std::int32_t>(n, 21), false);
+  expect_conversions_match_hdf5<float, double>(path, "f32_f64", H5T_NATIVE_FLOAT, varied<float>(n, 22), true);
+  expect_conversions_match_hdf5<std::int8_t, std::int32_t>(path, "i8_i32", H5T_NATIVE_INT8, varied<std::int8_t>(n, 23),
+                                                           false);
+  expect_conversions_match_hdf5<std::uint64_t, double>(path, "u64_f64", H5T_NATIVE_UINT64,
+                                                       varied<std::uint64_t>(n, 24), true);
+  // Narrowing integers: in range, then with values out of range both ways.
+  std::vector<std::int64_t> indices(n);
+  for (std::size_t i = 0; i < n; ++i) indices[i] = static_cast<std::int64_t>((i * 7919) % 2000000000) - 1000000000;
+  expect_conversions_match_hdf5<std::int64_t, std::int32_t>(path, "i64_i32", H5T_NATIVE_INT64, indices, true);
+  auto wide = indices;
+  wide[3] = std::int64_t(1) << 40;
+  wide[1500] = -(std::int64_t(1) << 35);
+  wide[2099] = std::numeric_limits<std::int64_t>::min();
+  expect_conversions_match_hdf5<std::int64_t, std::int32_t>(path, "i64_i32_out", H5T_NATIVE_INT64, wide, false);
+  std::vector<std::uint32_t> unsigned_values(n);
+  for (std::size_t i = 0; i < n; ++i) unsigned_values[i] = static_cast<std::uint32_t>(i * 2654435761u);
+  expect_conversions_match_hdf5<std::uint32_t, std::int32_t>(path, "u32_i32", H5T_NATIVE_UINT32, unsigned_values,
+                                                             false);
+  expect_conversions_match_hdf5<std::int32_t, std::uint16_t>(path, "i32_u16", H5T_NATIVE_INT32,
+                                                             varied<std::int32_t>(n, 25), true);
+  // float64 into float32: rounding, subnormals, ±inf and NaN pass; finite values
+  // beyond ±FLT_MAX (and the one just past it that rounds to inf) counted.
+  auto doubles = varied<double>(n, 26);
+  for (std::size_t i = 0; i < n; i += 5) doubles[i] = doubles[i] * 1.0000000001 + 1e-300 * static_cast<double>(i);
+  expect_conversions_match_hdf5<double, float>(path, "f64_f32", H5T_NATIVE_DOUBLE, doubles, true);
+  auto edges = doubles;
+  edges[10] = std::numeric_limits<double>::infinity();
+  edges[20] = -std::numeric_limits<double>::infinity();
+  edges[30] = std::numeric_limits<double>::quiet_NaN();
+  edges[40] = 3.4028234663852886e38;   // FLT_MAX
+  edges[50] = 3.4028235677973366e38;   // rounds to inf: out of range
+  edges[60] = -1e300;
+  edges[70] = 1e-40;                   // a float32 subnormal
+  edges[2000] = 1e39;
+  expect_conversions_match_hdf5<double, float>(path, "f64_f32_edges", H5T_NATIVE_DOUBLE, edges, false);
+  auto infinite = doubles;
+  infinite[10] = std::numeric_limits<double>::infinity();
+  infinite[777] = -std::numeric_limits<double>::infinity();
+  expect_conversions_match_hdf5<double, float>(path, "f64_f32_inf", H5T_NATIVE_DOUBLE, infinite, false);
+
+  // The converting reads took kotml's inflation: a damaged chunk is named by
+  // kotml's message, not by HDF5's.
+  write_deflated(path, "damaged", {3000}, 1000, H5T_NATIVE_INT64, std::vector<std::int64_t>(3000, 5));
+  write_stored_chunk(path, "damaged", 1000, std::vector<unsigned char>(100, 0xab), 0u);
+  const File f = File::open_read(path);
+  EXPECT_EQ(outcome<std::int32_t>([&] { return f.read_range<std::int32_t>("damaged", 900, 1100); }),
+            "error: the file is damaged: the compressed chunk at element 1000 does not inflate (not a valid zlib "
+            "stream)");
+  EXPECT_EQ(outcome<double>([&] { return f.read<double>("damaged"); }),
+            "error: the file is damaged: the compressed chunk at element 1000 does not inflate (not a valid zlib "
+            "stream)");
+}
+
+// A narrowing read converts through a bounded buffer, group of ranges by group:
+// ranges and reads longer than one group give every element.
+TEST(DeflatedChunks, ConversionsLongerThanTheirBufferReadEveryElement) {
+  TempDir dir;
+  const std::string path = new_file(dir, "long.h5");
+  const std::size_t n = (std::size_t(8) << 20) + 2500;
+  std::vector<std::int64_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::int64_t>(i % 50021) - 25000;
+  write_deflated(path, "v", {n}, 65536, H5T_NATIVE_INT64, values);
+  auto beyond = values;
+  beyond[n - 1] = std::int64_t(1) << 33;
+  beyond[5] = -(std::int64_t(1) << 33);
+  write_deflated(path, "beyond", {n}, 65536, H5T_NATIVE_INT64, beyond);
+  const File f = File::open_read(path);
+  const auto as_int32 = [&](std::size_t begin, std::size_t end) {
+    return std::vector<std::int32_t>(values.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     values.begin() + static_cast<std::ptrdiff_t>(end));
+  };
+  EXPECT_EQ(f.read<std::int32_t>("v"), as_int32(0, n));
+  const std::int64_t block = std::int64_t(8) << 20;
+  EXPECT_EQ(f.read_range<std::int32_t>("v", block - 1000, block + 1000), as_int32(block - 1000, block + 1000));
+  auto expected = as_int32(static_cast<std::size_t>(block) - 10, n);
+  const auto head = as_int32(0, 20);
+  expected.insert(expected.end(), head.begin(), head.end());
+  EXPECT_EQ(f.read_ranges<std::int32_t>("v", {{block - 10, static_cast<std::int64_t>(n)}, {0, 20}}), expected);
+  // Out-of-range values in the first and the last group are both counted.
+  EXPECT_EQ(outcome<std::int32_t>([&] { return f.read<std::int32_t>("beyond"); }),
+            "error: 2 value(s) of type int64 overflow on conversion to int32 (they are finite in the file)");
 }

@@ -10,9 +10,11 @@
 // reaches the user as one line naming what could not be read.
 //
 // Not thread-safe (neither is the serial HDF5 library): call from one host thread.
-// Whole, range and row-range reads of gzip-compressed chunked datasets use the
-// rank's Kokkos host threads themselves, for inflate only (io/deflated_chunks.hpp);
-// HDF5 stays on the calling thread.
+// Whole, range, ranges, row-range and rows reads of gzip-compressed chunked
+// datasets use the rank's Kokkos host threads themselves, to inflate and to
+// convert the stored type where it is not the one asked for
+// (io/deflated_chunks.hpp, io/number_conversion.hpp); HDF5 stays on the calling
+// thread.
 
 #include <cstdint>
 #include <optional>
