@@ -377,8 +377,8 @@ constexpr std::int64_t conversion_block = std::int64_t(8) << 20;
 
 /// Flattened element ranges of a dataset of shape `dims`, one after another,
 /// through the host threads' inflation (deflated_chunks.hpp) when its layout
-/// allows, and its stored type is T or one converted here (read_converting);
-/// false when HDF5 is to read them.
+/// allows, and its stored type is T or one converted on the host threads
+/// (number_conversion.hpp); false when HDF5 is to read them.
 template <class T>
 bool read_deflated(hid_t dataset, const std::vector<std::int64_t>& dims,
                    const std::vector<detail::DeflatedChunks::Range>& ranges, T* out, const std::string& path,
@@ -400,17 +400,15 @@ bool read_deflated(hid_t dataset, const std::vector<std::int64_t>& dims,
       // The stored values pass through a buffer of at most conversion_block
       // elements, group of ranges by group (a range longer than that is cut):
       // a narrowing read needs no more memory than its output.
+      std::int64_t total = 0;
+      for (const auto& [begin, end] : ranges) total += end - begin;
+      const std::unique_ptr<From[]> buffer(new From[static_cast<std::size_t>(std::min(total, conversion_block))]);
       std::vector<detail::DeflatedChunks::Range> group;
-      std::unique_ptr<From[]> buffer;
-      std::size_t buffer_size = 0, outside = 0;
+      std::size_t outside = 0;
       T* group_out = out;
       std::int64_t grouped = 0;
       const auto convert_group = [&]() -> bool {
         if (grouped == 0) return true;
-        if (buffer_size < static_cast<std::size_t>(grouped)) {
-          buffer.reset(new From[static_cast<std::size_t>(grouped)]);
-          buffer_size = static_cast<std::size_t>(grouped);
-        }
         if (!chunks->read(group, buffer.get(), path, display(element))) return false;
         outside += detail::convert_counting(buffer.get(), group_out, grouped);
         group_out += grouped;
@@ -971,7 +969,7 @@ std::vector<T> File::read_rows(const std::string& dataset,
     const std::int64_t row_bytes = row_length * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t max_gap = std::max<std::int64_t>(1, (std::int64_t(64) << 10) / row_bytes);
     std::vector<T> block;
-    std::size_t first = 0, out_of_range = 0;
+    std::size_t first = 0, block_out_of_range = 0;
     while (first < unique.size()) {
       std::size_t last = first;
       while (last + 1 < unique.size() && unique[last + 1] - unique[last] <= max_gap) ++last;
@@ -984,33 +982,32 @@ std::vector<T> File::read_rows(const std::string& dataset,
       block.resize(static_cast<std::size_t>(block_rows * row_length));
       const hsize_t total = block.size();
       Handle mem(H5Screate_simple(1, &total, nullptr), H5Sclose);
-      // Rows between the wanted ones are read too: their values do not count.
-      std::size_t block_out_of_range = 0;
       read_numbers(Source::dataset, d.get(), mem.get(), space.get(), block.data(), block.size(),
                    path_, dataset, &block_out_of_range);
-      if (block_out_of_range > 0) {
-        // Rare (the read fails): the wanted rows' own values counted, run by run.
-        for (std::size_t run_first = first; run_first <= last;) {
-          std::size_t run_last = run_first;
-          while (run_last < last && unique[run_last + 1] == unique[run_last] + 1) ++run_last;
-          start[0] = static_cast<hsize_t>(unique[run_first]);
-          count[0] = static_cast<hsize_t>(unique[run_last] - unique[run_first] + 1);
-          if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
-            fail(path_, dataset, "cannot select rows");
-          std::vector<T> run(static_cast<std::size_t>(count[0]) * static_cast<std::size_t>(row_length));
-          const hsize_t run_total = run.size();
-          Handle run_mem(H5Screate_simple(1, &run_total, nullptr), H5Sclose);
-          read_numbers(Source::dataset, d.get(), run_mem.get(), space.get(), run.data(), run.size(), path_, dataset,
-                       &out_of_range);
-          run_first = run_last + 1;
-        }
-      }
       for (std::size_t u = first; u <= last; ++u)
         std::copy_n(block.data() + (unique[u] - block_begin) * row_length, row_length,
                     unique_values.data() + u * static_cast<std::size_t>(row_length));
       first = last + 1;
     }
-    if (out_of_range > 0) fail_out_of_range<T>(path_, dataset, out_of_range, file_type_of(d.get(), path_, dataset).get());
+    // The blocks hold rows between the wanted ones, whose values do not count.
+    // Rare (the read fails): the wanted rows counted again, run by run.
+    if (block_out_of_range > 0) {
+      std::size_t out_of_range = 0;
+      std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
+      for (const auto& [begin, end] : runs) {
+        start[0] = static_cast<hsize_t>(begin / row_length);
+        count[0] = static_cast<hsize_t>((end - begin) / row_length);
+        if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
+          fail(path_, dataset, "cannot select rows");
+        std::vector<T> run(static_cast<std::size_t>(end - begin));
+        const hsize_t run_total = run.size();
+        Handle run_mem(H5Screate_simple(1, &run_total, nullptr), H5Sclose);
+        read_numbers(Source::dataset, d.get(), run_mem.get(), space.get(), run.data(), run.size(), path_, dataset,
+                     &out_of_range);
+      }
+      if (out_of_range > 0)
+        fail_out_of_range<T>(path_, dataset, out_of_range, file_type_of(d.get(), path_, dataset).get());
+    }
   }
   if (unique.size() == rows.size() && std::equal(unique.begin(), unique.end(), rows.begin()))
     return unique_values;
