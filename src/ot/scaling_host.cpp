@@ -14,6 +14,7 @@
 
 #include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/fast_exp.hpp"
+#include "scaling_host.hpp"
 #include "unroll.hpp"
 
 namespace kotml::ot::detail {
@@ -33,6 +34,75 @@ __attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T
     KOTML_OT_UNROLL
     for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
   return lane[0];
+}
+
+/// dot_lanes for 4 rows at once, row r at k + r·k_stride against w + r·w_stride:
+/// each row's lanes and tree are dot_lanes', so each result has its bits; the
+/// rows are 4 concurrent streams from memory, which one core reads faster than
+/// one stream.
+static_assert(scaling_stream_rows == 4, "dot_lanes_4 reads four rows");
+template <class T, int W>
+__attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, std::int64_t k_stride,
+                                                       const T* __restrict w, std::int64_t w_stride, std::int64_t m,
+                                                       T* __restrict out) {
+  // GCC's vector type: W lanes of T, one register at x86-64-v4, split below it.
+  typedef T Lanes __attribute__((vector_size(W * sizeof(T))));
+  const std::int64_t full = m - m % W;
+  Lanes sums[4] = {};
+  for (std::int64_t j = 0; j < full; j += W)
+    KOTML_OT_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      Lanes kv, wv;
+      std::memcpy(&kv, k + r * k_stride + j, sizeof(kv));
+      std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
+      sums[r] += kv * wv;
+    }
+  for (int r = 0; r < 4; ++r) {
+    T lane[W];
+    std::memcpy(lane, &sums[r], sizeof(lane));
+    const T* kr = k + r * k_stride;
+    const T* wr = w + r * w_stride;
+    KOTML_OT_UNROLL
+    for (int l = 0; l < W; ++l) lane[l] += full + l < m ? kr[full + l] * wr[full + l] : T(0);
+    KOTML_OT_UNROLL
+    for (int width = W / 2; width >= 1; width /= 2)
+      KOTML_OT_UNROLL
+      for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+    out[r] = lane[0];
+  }
+}
+
+/// acc_s (=|+=) Σ_i alpha_i·tile_s[i] over rows in order, for 4 tiles at
+/// tile + s·stride (rows ld apart) into acc + s·acc_stride: element by element
+/// the operations of a loop of axpy (the first row assigning), with the 4
+/// tiles read as concurrent streams.
+template <class T, int W>
+__attribute__((always_inline)) inline void column_sums_4(const T* __restrict tile, std::int64_t stride,
+                                                         std::int64_t ld, std::int64_t rows, std::int64_t width,
+                                                         const T* __restrict alpha, T* __restrict acc,
+                                                         std::int64_t acc_stride) {
+  typedef T Lanes __attribute__((vector_size(W * sizeof(T))));
+  const std::int64_t full = width - width % W;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const T a = alpha[i];
+    const Lanes av = Lanes{} + a;
+    for (int t = 0; t < 4; ++t) {
+      const T* __restrict row = tile + t * stride + i * ld;
+      T* __restrict out = acc + t * acc_stride;
+      for (std::int64_t j = 0; j < full; j += W) {
+        Lanes r, o;
+        std::memcpy(&r, row + j, sizeof(r));
+        if (i == 0) {
+          o = av * r;
+        } else {
+          std::memcpy(&o, out + j, sizeof(o));
+          o += av * r;
+        }
+        std::memcpy(out + j, &o, sizeof(o));
+      }
+      for (std::int64_t j = full; j < width; ++j) out[j] = i == 0 ? a * row[j] : out[j] + a * row[j];
+    }
+  }
 }
 
 template <class T>
@@ -165,6 +235,28 @@ KOTML_SIMD_DISPATCHED(double, scaling_dot_host, (const double* k, const double* 
                       dot_lanes<double, 8>(k, w, m))
 KOTML_SIMD_DISPATCHED(float, scaling_dot_host, (const float* k, const float* w, std::int64_t m), (k, w, m),
                       dot_lanes<float, 16>(k, w, m))
+
+KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
+                      (const double* k, std::int64_t k_stride, const double* w, std::int64_t w_stride, std::int64_t m,
+                       double* out),
+                      (k, k_stride, w, w_stride, m, out),
+                      dot_lanes_4<double, 8>(k, k_stride, w, w_stride, m, out))
+KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
+                      (const float* k, std::int64_t k_stride, const float* w, std::int64_t w_stride, std::int64_t m,
+                       float* out),
+                      (k, k_stride, w, w_stride, m, out),
+                      dot_lanes_4<float, 16>(k, k_stride, w, w_stride, m, out))
+
+KOTML_SIMD_DISPATCHED(void, scaling_column_sums_tiles_host,
+                      (const double* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,
+                       std::int64_t width, const double* alpha, double* acc, std::int64_t acc_stride),
+                      (tile, stride, ld, rows, width, alpha, acc, acc_stride),
+                      column_sums_4<double, 8>(tile, stride, ld, rows, width, alpha, acc, acc_stride))
+KOTML_SIMD_DISPATCHED(void, scaling_column_sums_tiles_host,
+                      (const float* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows, std::int64_t width,
+                       const float* alpha, float* acc, std::int64_t acc_stride),
+                      (tile, stride, ld, rows, width, alpha, acc, acc_stride),
+                      column_sums_4<float, 16>(tile, stride, ld, rows, width, alpha, acc, acc_stride))
 
 KOTML_SIMD_DISPATCHED(void, scaling_axpy_host,
                       (const double* k, std::int64_t m, double alpha, double* acc, bool assign),

@@ -26,6 +26,22 @@ struct ScalingLimits<double> {
 /// Σ_j k_j w_j with a fixed lane layout: the bits depend on the inputs alone.
 double scaling_dot_host(const double* k, const double* w, std::int64_t m);
 float scaling_dot_host(const float* k, const float* w, std::int64_t m);
+/// How many rows (or tiles) the streaming kernels below read at once: one
+/// core reads several concurrent streams from memory faster than one.
+constexpr int scaling_stream_rows = 4;
+/// out_s = scaling_dot_host(k + s·k_stride, w + s·w_stride, m) for
+/// s < scaling_stream_rows, the same bits, the rows read together.
+void scaling_dot_rows_host(const double* k, std::int64_t k_stride, const double* w, std::int64_t w_stride,
+                           std::int64_t m, double* out);
+void scaling_dot_rows_host(const float* k, std::int64_t k_stride, const float* w, std::int64_t w_stride,
+                           std::int64_t m, float* out);
+/// For s < scaling_stream_rows: acc + s·acc_stride gets Σ_i alpha_i·k_ik over
+/// the rows of the tile at tile + s·stride (leading dimension ld), rows in
+/// order, the first assigning: the bits of a loop of scaling_axpy_host per tile.
+void scaling_column_sums_tiles_host(const double* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,
+                                    std::int64_t width, const double* alpha, double* acc, std::int64_t acc_stride);
+void scaling_column_sums_tiles_host(const float* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,
+                                    std::int64_t width, const float* alpha, float* acc, std::int64_t acc_stride);
 /// top_k = max(top_k, alpha_i·k_ik) over a tile's rows, in row order.
 void scaling_column_max_host(const double* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
                              const double* alpha, double* top);

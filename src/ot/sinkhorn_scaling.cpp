@@ -133,10 +133,19 @@ struct ScalingArrays {
     const T* w = bv.data() + col_begin(slot);
     T* acc = partial.data() + blocks(block, 3);
 #ifndef KOTML_DEVICE_PASS
-    // Host: the row's dot product, then the same row (now in cache) into the
-    // block's column sums.
+    // Host: scaling_stream_rows rows' dot products at once (one stream from
+    // memory each), then each row in order (now in cache) into the block's
+    // column sums; each row's bits are those of one dot product and one axpy.
     (void)team;
-    for (std::int64_t i = first; i < last; ++i) {
+    std::int64_t i = first;
+    for (; i + scaling_stream_rows <= last; i += scaling_stream_rows) {
+      T s[scaling_stream_rows];
+      scaling_dot_rows_host(k + i * m, m, w, 0, m, s);
+      for (int t = 0; t < scaling_stream_rows; ++t)
+        scaling_axpy_host(k + (i + t) * m, m, finish_row(row_begin(slot) + i + t, s[t], check), acc,
+                          i + t == first);
+    }
+    for (; i < last; ++i) {
       const T s = scaling_dot_host(k + i * m, w, m);
       scaling_axpy_host(k + i * m, m, finish_row(row_begin(slot) + i, s, check), acc, i == first);
     }

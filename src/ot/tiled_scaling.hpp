@@ -171,10 +171,31 @@ struct ScalingRowSweep {
       Kokkos::single(Kokkos::PerThread(team), [&]() { total[i] = 0; });
     });
     team.team_barrier();
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) add_tile(team, I, J, total);
+    add_tiles(team, I, total);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() { sum(I * tile_rows + i) = total[i]; });
     });
+  }
+
+  /// Every column tile's part of each row's sum, tiles in order. The host
+  /// reads scaling_stream_rows full tiles at once (each row's parts still
+  /// added in tile order, so the same bits): one stream per tile.
+  KOKKOS_INLINE_FUNCTION void add_tiles(const TileMember& team, std::int64_t I, double* total) const {
+    std::int64_t J = 0;
+#ifndef KOTML_DEVICE_PASS
+    const std::int64_t rows = costs.rows_in(I);
+    const std::int64_t full = costs.cols_in(costs.col_tiles - 1) == tile_cols ? costs.col_tiles : costs.col_tiles - 1;
+    for (; J + scaling_stream_rows <= full; J += scaling_stream_rows) {
+      const T* tile = kernel.data() + tile_offset(costs, I, J);
+      const T* w = beta.data() + J * tile_cols;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        T parts[scaling_stream_rows];
+        scaling_dot_rows_host(tile + i * tile_cols, tile_entries, w, tile_cols, tile_cols, parts);
+        for (int t = 0; t < scaling_stream_rows; ++t) total[i] += static_cast<double>(parts[t]);
+      }
+    }
+#endif
+    for (; J < costs.col_tiles; ++J) add_tile(team, I, J, total);
   }
 
   /// Column tile J's part of each row's sum (in order after tiles < J).
@@ -299,13 +320,13 @@ struct ScalingJointSweep {
   JointSlots slots;
 
   static std::size_t scratch_bytes() {
-    return tile_rows * sizeof(double) + ((tile_cols * sizeof(T) + 127) / 128) * 128 + 512;
+    return tile_rows * sizeof(double) + ((scaling_stream_rows * tile_cols * sizeof(T) + 127) / 128) * 128 + 512;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     ScratchCarver pad{team.team_scratch(1)};
     double* total = pad.take<double>(tile_rows);
-    T* acc = pad.take<T>(tile_cols);
+    T* acc = pad.take<T>(scaling_stream_rows * tile_cols);
     int* absorbed = pad.take<int>(1);
     std::int64_t* claimed = pad.take<std::int64_t>(1);
     std::int64_t* limbs = slots.own(team);
@@ -325,7 +346,7 @@ struct ScalingJointSweep {
     });
     Kokkos::single(Kokkos::PerTeam(team), [&]() { *absorbed = 0; });
     team.team_barrier();
-    for (std::int64_t J = 0; J < costs.col_tiles; ++J) row_part.add_tile(team, I, J, total);
+    row_part.add_tiles(team, I, total);
     const double bound = ScalingLimits<T>::bound;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() {
@@ -359,12 +380,33 @@ struct ScalingJointSweep {
     team.team_barrier();
     // Column tiles in reverse: the last ones read for the rows are still in cache.
     const T* a = alpha.data() + I * tile_rows;
-    for (std::int64_t J = costs.col_tiles - 1; J >= 0; --J) {
-      const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
-      scaled_column_sums(team, row_part.kernel.data() + tile_offset(costs, I, J), rows, width, a, acc);
-      deposit_columns(team, limbs + col0 * column_limbs, acc, scale.data() + col0, width);
-      team.team_barrier();
+    std::int64_t J = costs.col_tiles - 1;
+#ifndef KOTML_DEVICE_PASS
+    // The host: a partial last tile alone, then scaling_stream_rows full
+    // tiles at once (one stream each; per column the rows in order, so the
+    // bits of scaled_column_sums).
+    if (costs.cols_in(J) != tile_cols) column_tile(team, I, J--, rows, a, acc, limbs);
+    for (; J + 1 >= scaling_stream_rows; J -= scaling_stream_rows) {
+      const std::int64_t first = J + 1 - scaling_stream_rows;
+      scaling_column_sums_tiles_host(row_part.kernel.data() + tile_offset(costs, I, first), tile_entries, tile_cols,
+                                     rows, tile_cols, a, acc, tile_cols);
+      for (int t = 0; t < scaling_stream_rows; ++t) {
+        const std::int64_t col0 = (first + t) * tile_cols;
+        deposit_columns(team, limbs + col0 * column_limbs, acc + t * tile_cols, scale.data() + col0, tile_cols);
+      }
     }
+#endif
+    for (; J >= 0; --J) column_tile(team, I, J, rows, a, acc, limbs);
+  }
+
+  /// Column tile J's part of the column sums of row tile I, deposited.
+  KOKKOS_INLINE_FUNCTION void column_tile(const TileMember& team, std::int64_t I, std::int64_t J, std::int64_t rows,
+                                          const T* a, T* acc, std::int64_t* limbs) const {
+    const TileCostData<T>& costs = row_part.costs;
+    const std::int64_t width = costs.cols_in(J), col0 = J * tile_cols;
+    scaled_column_sums(team, row_part.kernel.data() + tile_offset(costs, I, J), rows, width, a, acc);
+    deposit_columns(team, limbs + col0 * column_limbs, acc, scale.data() + col0, width);
+    team.team_barrier();
   }
 };
 

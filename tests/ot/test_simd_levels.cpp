@@ -178,6 +178,60 @@ TEST(SimdLevels, ScalingColumnMaximaMatchTheColumnByColumnLoop) {
   expect_same_bits_at_every_level("scaling column maxima (double)", [] { return scaling_column_maxima_at_this_level<double>(); });
 }
 
+/// The scaling domain's four-stream kernels against their one-row forms at
+/// the active level: each of scaling_dot_rows_host's results has the bits of
+/// scaling_dot_host on its row (rows apart by an odd stride, and the same w for
+/// all four), and scaling_column_sums_tiles_host the bits of a loop of
+/// scaling_axpy_host per tile, the first row assigning (a column of −0 entries
+/// sums to −0 only then).
+template <class T>
+Outputs stream_kernels_at_this_level() {
+  Outputs out;
+  for (const std::int64_t m : lengths) {
+    const std::int64_t stride = m + 13;
+    auto k = uniform<T>(static_cast<std::size_t>(4 * stride), -1, 2, 95 + static_cast<std::uint64_t>(m));
+    const auto w = uniform<T>(static_cast<std::size_t>(4 * stride), 0, 2, 96 + static_cast<std::uint64_t>(m));
+    k[static_cast<std::size_t>(2 * stride + m / 2)] = std::numeric_limits<T>::infinity();
+    for (const std::int64_t w_stride : {stride, std::int64_t(0)}) {
+      T got[4];
+      ot::detail::scaling_dot_rows_host(k.data(), stride, w.data(), w_stride, m, got);
+      for (int r = 0; r < 4; ++r) {
+        const T ref = ot::detail::scaling_dot_host(k.data() + r * stride, w.data() + r * w_stride, m);
+        EXPECT_EQ(0, std::memcmp(&got[r], &ref, sizeof(T)))
+            << "dot of row " << r << ", m = " << m << " at " << simd::name(simd::active());
+      }
+      append(out, std::vector<T>(got, got + 4));
+    }
+    const std::int64_t rows = 5, ld = m + 3, tile_stride = rows * ld + 7, acc_stride = m + 1;
+    auto tile = uniform<T>(static_cast<std::size_t>(4 * tile_stride), -1, 1, 97 + static_cast<std::uint64_t>(m));
+    auto alpha = uniform<T>(static_cast<std::size_t>(rows), 0, 2, 98 + static_cast<std::uint64_t>(m));
+    for (std::int64_t i = 0; i < rows; ++i) tile[static_cast<std::size_t>(i * ld)] = -T(0);  // stays −0 only if assigned
+    tile[static_cast<std::size_t>(tile_stride + ld)] = std::numeric_limits<T>::quiet_NaN();
+    alpha[3] = T(0);
+    std::vector<T> got(static_cast<std::size_t>(4 * acc_stride), T(7)), ref = got;
+    ot::detail::scaling_column_sums_tiles_host(tile.data(), tile_stride, ld, rows, m, alpha.data(), got.data(),
+                                               acc_stride);
+    for (int t = 0; t < 4; ++t)
+      for (std::int64_t i = 0; i < rows; ++i)
+        ot::detail::scaling_axpy_host(tile.data() + t * tile_stride + i * ld, m, alpha[static_cast<std::size_t>(i)],
+                                      ref.data() + t * acc_stride, i == 0);
+    EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
+        << "column sums, m = " << m << " at " << simd::name(simd::active());
+    append(out, got);
+  }
+  return out;
+}
+TEST(SimdLevels, StreamingScalingKernelsHaveTheBitsOfTheirOneRowForms) {
+  for (const auto level : simd::all_levels) {
+    if (!simd::available(level)) continue;
+    simd::ScopedLevel at(level);
+    stream_kernels_at_this_level<float>();
+    stream_kernels_at_this_level<double>();
+  }
+  expect_same_bits_at_every_level("streaming scaling kernels (float)", [] { return stream_kernels_at_this_level<float>(); });
+  expect_same_bits_at_every_level("streaming scaling kernels (double)", [] { return stream_kernels_at_this_level<double>(); });
+}
+
 /// Values across every case of FixedPoint::split: magnitudes from far below
 /// the lowest limb (truncated away) to above the highest (not held), zeros of
 /// both signs, subnormals, ±∞ and NaN.
