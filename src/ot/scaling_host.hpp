@@ -29,6 +29,9 @@ float scaling_dot_host(const float* k, const float* w, std::int64_t m);
 /// How many rows (or tiles) the streaming kernels below read at once: one
 /// core reads several concurrent streams from memory faster than one.
 constexpr int scaling_stream_rows = 4;
+/// Rows shorter than this (bytes) come from cache in the batch solver's small
+/// problems, where reading four at once gains nothing; they are read one by one.
+constexpr std::int64_t scaling_stream_min_row_bytes = 4096;
 /// out_s = scaling_dot_host(k + s·k_stride, w + s·w_stride, m) for
 /// s < scaling_stream_rows, the same bits, the rows read together.
 void scaling_dot_rows_host(const double* k, std::int64_t k_stride, const double* w, std::int64_t w_stride,

@@ -134,16 +134,19 @@ struct ScalingArrays {
     T* acc = partial.data() + blocks(block, 3);
 #ifndef KOTML_DEVICE_PASS
     // Host: scaling_stream_rows rows' dot products at once (one stream from
-    // memory each), then each row in order (now in cache) into the block's
-    // column sums; each row's bits are those of one dot product and one axpy.
+    // memory each; rows long enough to come from memory), then each row in
+    // order (now in cache) into the block's column sums; each row's bits are
+    // those of one dot product and one axpy.
     (void)team;
     std::int64_t i = first;
-    for (; i + scaling_stream_rows <= last; i += scaling_stream_rows) {
-      T s[scaling_stream_rows];
-      scaling_dot_rows_host(k + i * m, m, w, 0, m, s);
-      for (int t = 0; t < scaling_stream_rows; ++t)
-        scaling_axpy_host(k + (i + t) * m, m, finish_row(row_begin(slot) + i + t, s[t], check), acc,
-                          i + t == first);
+    if (m * static_cast<std::int64_t>(sizeof(T)) >= scaling_stream_min_row_bytes) {
+      for (; i + scaling_stream_rows <= last; i += scaling_stream_rows) {
+        T s[scaling_stream_rows];
+        scaling_dot_rows_host(k + i * m, m, w, 0, m, s);
+        for (int t = 0; t < scaling_stream_rows; ++t)
+          scaling_axpy_host(k + (i + t) * m, m, finish_row(row_begin(slot) + i + t, s[t], check), acc,
+                            i + t == first);
+      }
     }
     for (; i < last; ++i) {
       const T s = scaling_dot_host(k + i * m, w, m);

@@ -141,9 +141,9 @@ struct RandomBatch {
   std::vector<std::vector<double>> weights;
   std::vector<Pair> pairs{{0, 1}, {1, 2}, {3, 0}, {2, 2}, {4, 1}, {0, 4}, {3, 2}};
   int dim = 3;
-  RandomBatch() {
-    const std::int64_t sizes[5] = {17, 23, 9, 31, 12};
-    for (int c = 0; c < 5; ++c) {
+  RandomBatch() : RandomBatch({17, 23, 9, 31, 12}) {}
+  explicit RandomBatch(const std::vector<std::int64_t>& sizes) {
+    for (int c = 0; c < static_cast<int>(sizes.size()); ++c) {
       points.push_back(test::normal_points(sizes[c], dim, 100 + static_cast<std::uint64_t>(c), 0.2 * c));
       std::vector<double> w(static_cast<std::size_t>(sizes[c]));
       random::Stream s(7, random::Purpose::test_data, 200 + static_cast<std::uint64_t>(c));
@@ -160,6 +160,11 @@ struct RandomBatch {
       w.push_back(weights[static_cast<std::size_t>(c)]);
     }
     return make_cloud_batch<T>(p, dim, w);
+  }
+  std::vector<int> all() const {
+    std::vector<int> which(points.size());
+    std::iota(which.begin(), which.end(), 0);
+    return which;
   }
 };
 
@@ -238,11 +243,11 @@ TEST(Sinkhorn, BatchedEqualsOneAtATimeBitwise) {
 // ε spans problems whose scalings stay near 1 to ones that must be absorbed
 // many times (span/ε near the float limit).
 template <class T>
-void check_domains_agree(Cost cost, double tau, double relative_epsilon, double tol, double potential_tol) {
+void check_domains_agree(Cost cost, double tau, double relative_epsilon, double tol, double potential_tol,
+                         const RandomBatch& rb = RandomBatch()) {
   SCOPED_TRACE(std::string(std::is_same<T, float>::value ? "float" : "double") + " tau " + std::to_string(tau) +
                " eps " + std::to_string(relative_epsilon));
-  RandomBatch rb;
-  auto clouds = rb.clouds<T>({0, 1, 2, 3, 4});
+  auto clouds = rb.clouds<T>(rb.all());
   SinkhornOptions o;
   o.epsilon = relative_epsilon;
   o.relative_epsilon = true;
@@ -302,6 +307,18 @@ TEST(Sinkhorn, ScalingAndLogDomainsReachTheSamePotentials) {
     check_domains_agree<float>(Cost::sqeuclidean, 1.0, eps, 1e-5, 1e-4);
     check_domains_agree<float>(Cost::euclidean, 0.8, eps, 1e-5, 1e-4);
   }
+}
+
+// Rows of at least scaling_stream_min_row_bytes are read four at a time by the
+// scaling domain's host row pass, whose blocks of rows (238 and 24 rows here)
+// leave rows over for the one-row loop; both ways reach the log domain's
+// potentials. (Each grouped row has the bits of a row read alone:
+// SimdLevels.StreamingScalingKernelsHaveTheBitsOfTheirOneRowForms.)
+TEST(Sinkhorn, LongRowsOfTheScalingDomainReachTheLogDomainsPotentials) {
+  RandomBatch long_rows({262, 1100});
+  long_rows.pairs = {{0, 1}};
+  check_domains_agree<double>(Cost::sqeuclidean, 1.0, 0.5, 1e-8, 1e-9, long_rows);
+  check_domains_agree<float>(Cost::sqeuclidean, 1.0, 0.5, 1e-5, 1e-4, long_rows);
 }
 
 // The automatic choice: the scaling domain where the initial kernel is
