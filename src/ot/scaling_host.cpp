@@ -20,13 +20,11 @@
 namespace kotml::ot::detail {
 namespace {
 
+/// The end of a W-lane dot product: the terms past `full` into their lanes,
+/// then the lanes in the fixed pairwise tree.
 template <class T, int W>
-__attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T* __restrict w, std::int64_t m) {
-  const std::int64_t full = m - m % W;
-  T lane[W];
-  for (int l = 0; l < W; ++l) lane[l] = 0;
-  for (std::int64_t j = 0; j < full; j += W)
-    for (int l = 0; l < W; ++l) lane[l] += k[j + l] * w[j + l];
+__attribute__((always_inline)) inline T finish_lanes(T* lane, const T* __restrict k, const T* __restrict w,
+                                                     std::int64_t full, std::int64_t m) {
   KOTML_OT_UNROLL
   for (int l = 0; l < W; ++l) lane[l] += full + l < m ? k[full + l] * w[full + l] : T(0);
   KOTML_OT_UNROLL
@@ -34,6 +32,16 @@ __attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T
     KOTML_OT_UNROLL
     for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
   return lane[0];
+}
+
+template <class T, int W>
+__attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T* __restrict w, std::int64_t m) {
+  const std::int64_t full = m - m % W;
+  T lane[W];
+  for (int l = 0; l < W; ++l) lane[l] = 0;
+  for (std::int64_t j = 0; j < full; j += W)
+    for (int l = 0; l < W; ++l) lane[l] += k[j + l] * w[j + l];
+  return finish_lanes<T, W>(lane, k, w, full, m);
 }
 
 /// dot_lanes for 4 rows at once, row r at k + r·k_stride against w + r·w_stride:
@@ -60,15 +68,7 @@ __attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, st
   for (int r = 0; r < 4; ++r) {
     T lane[W];
     std::memcpy(lane, &sums[r], sizeof(lane));
-    const T* kr = k + r * k_stride;
-    const T* wr = w + r * w_stride;
-    KOTML_OT_UNROLL
-    for (int l = 0; l < W; ++l) lane[l] += full + l < m ? kr[full + l] * wr[full + l] : T(0);
-    KOTML_OT_UNROLL
-    for (int width = W / 2; width >= 1; width /= 2)
-      KOTML_OT_UNROLL
-      for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
-    out[r] = lane[0];
+    out[r] = finish_lanes<T, W>(lane, k + r * k_stride, w + r * w_stride, full, m);
   }
 }
 
