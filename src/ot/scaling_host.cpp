@@ -85,7 +85,8 @@ __attribute__((always_inline)) inline void column_sums_4(const T* __restrict til
   const std::int64_t full = width - width % W;
   for (std::int64_t i = 0; i < rows; ++i) {
     const T a = alpha[i];
-    const Lanes av = Lanes{} + a;
+    Lanes av;  // a in every lane (0 + a would turn a −0 into +0)
+    for (int l = 0; l < W; ++l) av[l] = a;
     for (int t = 0; t < 4; ++t) {
       const T* __restrict row = tile + t * stride + i * ld;
       T* __restrict out = acc + t * acc_stride;

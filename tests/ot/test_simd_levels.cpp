@@ -218,6 +218,14 @@ Outputs stream_kernels_at_this_level() {
     EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
         << "column sums, m = " << m << " at " << simd::name(simd::active());
     append(out, got);
+    // One row with α = −0: its products keep their signs.
+    const T minus_zero = -T(0);
+    ot::detail::scaling_column_sums_tiles_host(tile.data(), tile_stride, ld, 1, m, &minus_zero, got.data(),
+                                               acc_stride);
+    for (int t = 0; t < 4; ++t)
+      ot::detail::scaling_axpy_host(tile.data() + t * tile_stride, m, minus_zero, ref.data() + t * acc_stride, true);
+    EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
+        << "column sums with alpha -0, m = " << m << " at " << simd::name(simd::active());
   }
   return out;
 }
