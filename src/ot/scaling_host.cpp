@@ -3,7 +3,8 @@
 // per x86 SIMD level with the flags of every host SIMD file (src/CMakeLists.txt).
 // The dot product keeps W accumulators: lane l adds the terms j ≡ l (mod W) in
 // increasing j and the lanes are combined in a fixed pairwise tree, so its bits
-// depend on the inputs alone. The other loops are element by element, and
+// depend on the inputs alone; its four-row form does the same per row. The
+// other loops are element by element (the four-tile column sums too), and
 // the column deposits integer arithmetic (exact in any grouping).
 
 #include <cstdint>

@@ -183,8 +183,7 @@ struct ScalingRowSweep {
   KOKKOS_INLINE_FUNCTION void add_tiles(const TileMember& team, std::int64_t I, double* total) const {
     std::int64_t J = 0;
 #ifndef KOTML_DEVICE_PASS
-    const std::int64_t rows = costs.rows_in(I);
-    const std::int64_t full = costs.cols_in(costs.col_tiles - 1) == tile_cols ? costs.col_tiles : costs.col_tiles - 1;
+    const std::int64_t rows = costs.rows_in(I), full = costs.cols / tile_cols;  // full-width tiles first
     for (; J + scaling_stream_rows <= full; J += scaling_stream_rows) {
       const T* tile = kernel.data() + tile_offset(costs, I, J);
       const T* w = beta.data() + J * tile_cols;
@@ -380,14 +379,15 @@ struct ScalingJointSweep {
     team.team_barrier();
     // Column tiles in reverse: the last ones read for the rows are still in cache.
     const T* a = alpha.data() + I * tile_rows;
-    std::int64_t J = costs.col_tiles - 1;
+    std::int64_t J = costs.col_tiles;  // tiles [0, J) are left
 #ifndef KOTML_DEVICE_PASS
     // The host: a partial last tile alone, then scaling_stream_rows full
     // tiles at once (one stream each; per column the rows in order, so the
     // bits of scaled_column_sums).
-    if (costs.cols_in(J) != tile_cols) column_tile(team, I, J--, rows, a, acc, limbs);
-    for (; J + 1 >= scaling_stream_rows; J -= scaling_stream_rows) {
-      const std::int64_t first = J + 1 - scaling_stream_rows;
+    for (const std::int64_t full = costs.cols / tile_cols; J > full; --J)
+      column_tile(team, I, J - 1, rows, a, acc, limbs);
+    for (; J >= scaling_stream_rows; J -= scaling_stream_rows) {
+      const std::int64_t first = J - scaling_stream_rows;
       scaling_column_sums_tiles_host(row_part.kernel.data() + tile_offset(costs, I, first), tile_entries, tile_cols,
                                      rows, tile_cols, a, acc, tile_cols);
       for (int t = 0; t < scaling_stream_rows; ++t) {
@@ -396,7 +396,7 @@ struct ScalingJointSweep {
       }
     }
 #endif
-    for (; J >= 0; --J) column_tile(team, I, J, rows, a, acc, limbs);
+    for (; J > 0; --J) column_tile(team, I, J - 1, rows, a, acc, limbs);
   }
 
   /// Column tile J's part of the column sums of row tile I, deposited.
