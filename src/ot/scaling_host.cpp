@@ -73,6 +73,115 @@ __attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, st
   }
 }
 
+/// One sweep over the columns that does two things: dot_lanes_4's dot
+/// products of the four rows at `next` (when Dots), and four axpy updates
+/// from the rows at `prev`: row r adds alpha[r·alpha_stride]·prev_r into its
+/// acc, in row order, the first update of each acc assigning when Assign.
+/// Chain: all four into the one acc (a block's rows into its column sums);
+/// otherwise row r into acc + r·acc_stride. Element by element these are
+/// axpy's operations, and the dot products keep dot_lanes' lanes and tree,
+/// so every result has the bits of the one-row forms. The point is the
+/// overlap: prev's rows were read just before and come from cache while
+/// next's stream in from memory.
+template <class T, int W, bool Dots, bool Chain, bool Assign>
+__attribute__((always_inline)) inline void dot_rows_then_axpy_4(
+    const T* __restrict next, std::int64_t next_stride, const T* __restrict w, std::int64_t w_stride,
+    T* __restrict out, const T* __restrict prev, std::int64_t prev_stride, const T* __restrict alpha,
+    std::int64_t alpha_stride, T* __restrict acc, std::int64_t acc_stride, std::int64_t m) {
+  typedef T Lanes __attribute__((vector_size(W * sizeof(T))));
+  const std::int64_t full = m - m % W;
+  Lanes sums[4] = {};
+  Lanes av[4];  // each α in every lane (0 + α would turn a −0 into +0)
+  T a[4];
+  for (int r = 0; r < 4; ++r) {
+    a[r] = alpha[r * alpha_stride];
+    for (int l = 0; l < W; ++l) av[r][l] = a[r];
+  }
+  for (std::int64_t j = 0; j < full; j += W) {
+    if constexpr (Dots) {
+      KOTML_OT_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        Lanes kv, wv;
+        std::memcpy(&kv, next + r * next_stride + j, sizeof(kv));
+        std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
+        sums[r] += kv * wv;
+      }
+    }
+    if constexpr (Chain) {
+      Lanes p, o;
+      std::memcpy(&p, prev + j, sizeof(p));
+      if constexpr (Assign) {
+        o = av[0] * p;
+      } else {
+        std::memcpy(&o, acc + j, sizeof(o));
+        o += av[0] * p;
+      }
+      KOTML_OT_UNROLL
+      for (int r = 1; r < 4; ++r) {
+        std::memcpy(&p, prev + r * prev_stride + j, sizeof(p));
+        o += av[r] * p;
+      }
+      std::memcpy(acc + j, &o, sizeof(o));
+    } else {
+      KOTML_OT_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        Lanes p, o;
+        std::memcpy(&p, prev + r * prev_stride + j, sizeof(p));
+        if constexpr (Assign) {
+          o = av[r] * p;
+        } else {
+          std::memcpy(&o, acc + r * acc_stride + j, sizeof(o));
+          o += av[r] * p;
+        }
+        std::memcpy(acc + r * acc_stride + j, &o, sizeof(o));
+      }
+    }
+  }
+  for (std::int64_t j = full; j < m; ++j)
+    for (int r = 0; r < 4; ++r) {
+      T& o = acc[(Chain ? 0 : r * acc_stride) + j];
+      const T p = prev[r * prev_stride + j];
+      o = Assign && (r == 0 || !Chain) ? a[r] * p : o + a[r] * p;
+    }
+  if constexpr (Dots)
+    for (int r = 0; r < 4; ++r) {
+      T lane[W];
+      std::memcpy(lane, &sums[r], sizeof(lane));
+      out[r] = finish_lanes<T, W>(lane, next + r * next_stride, w + r * w_stride, full, m);
+    }
+}
+
+template <class T, int W>
+__attribute__((always_inline)) inline void dot_rows_axpy_4(const T* next, std::int64_t next_stride, const T* w,
+                                                           std::int64_t w_stride, T* out, const T* prev,
+                                                           std::int64_t prev_stride, const T* alpha,
+                                                           std::int64_t alpha_stride, T* acc, std::int64_t acc_stride,
+                                                           bool assign, std::int64_t m) {
+  if (prev == nullptr) {
+    if (next != nullptr) dot_lanes_4<T, W>(next, next_stride, w, w_stride, m, out);
+    return;
+  }
+#define KOTML_OT_DOT_AXPY(D, C, A)                                                                              \
+  return dot_rows_then_axpy_4<T, W, D, C, A>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,    \
+                                             alpha_stride, acc, acc_stride, m)
+  const bool dots = next != nullptr, chain = acc_stride == 0;
+  if (dots) {
+    if (chain) {
+      if (assign) KOTML_OT_DOT_AXPY(true, true, true);
+      KOTML_OT_DOT_AXPY(true, true, false);
+    }
+    if (assign) KOTML_OT_DOT_AXPY(true, false, true);
+    KOTML_OT_DOT_AXPY(true, false, false);
+  }
+  if (chain) {
+    if (assign) KOTML_OT_DOT_AXPY(false, true, true);
+    KOTML_OT_DOT_AXPY(false, true, false);
+  }
+  if (assign) KOTML_OT_DOT_AXPY(false, false, true);
+  KOTML_OT_DOT_AXPY(false, false, false);
+#undef KOTML_OT_DOT_AXPY
+}
+
 /// acc_s (=|+=) Σ_i alpha_i·tile_s[i] over rows in order, for 4 tiles at
 /// tile + s·stride (rows ld apart) into acc + s·acc_stride: element by element
 /// the operations of a loop of axpy (the first row assigning), with the 4
@@ -248,6 +357,23 @@ KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
                        float* out),
                       (k, k_stride, w, w_stride, m, out),
                       dot_lanes_4<float, 16>(k, k_stride, w, w_stride, m, out))
+
+KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,
+                      (const double* next, std::int64_t next_stride, const double* w, std::int64_t w_stride,
+                       double* out, const double* prev, std::int64_t prev_stride, const double* alpha,
+                       std::int64_t alpha_stride, double* acc, std::int64_t acc_stride, bool assign, std::int64_t m),
+                      (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, alpha_stride, acc, acc_stride,
+                       assign, m),
+                      dot_rows_axpy_4<double, 8>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,
+                                                 alpha_stride, acc, acc_stride, assign, m))
+KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,
+                      (const float* next, std::int64_t next_stride, const float* w, std::int64_t w_stride,
+                       float* out, const float* prev, std::int64_t prev_stride, const float* alpha,
+                       std::int64_t alpha_stride, float* acc, std::int64_t acc_stride, bool assign, std::int64_t m),
+                      (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, alpha_stride, acc, acc_stride,
+                       assign, m),
+                      dot_rows_axpy_4<float, 16>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,
+                                                 alpha_stride, acc, acc_stride, assign, m))
 
 KOTML_SIMD_DISPATCHED(void, scaling_column_sums_tiles_host,
                       (const double* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,

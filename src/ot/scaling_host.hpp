@@ -38,6 +38,21 @@ void scaling_dot_rows_host(const double* k, std::int64_t k_stride, const double*
                            std::int64_t m, double* out);
 void scaling_dot_rows_host(const float* k, std::int64_t k_stride, const float* w, std::int64_t w_stride,
                            std::int64_t m, float* out);
+/// In one sweep over m columns: out_r = scaling_dot_host(next + r·next_stride,
+/// w + r·w_stride, m) for r < scaling_stream_rows (nothing when next is null),
+/// and, when prev is not null, row r of prev (prev + r·prev_stride) times
+/// alpha[r·alpha_stride] into acc + r·acc_stride, rows in order, the first
+/// update of each acc assigning when `assign`; acc_stride 0 puts all four
+/// rows into one acc. The bits of the dot products and of a loop of
+/// scaling_axpy_host; prev's rows come from cache while next's are read.
+void scaling_dot_rows_axpy_host(const double* next, std::int64_t next_stride, const double* w,
+                                std::int64_t w_stride, double* out, const double* prev, std::int64_t prev_stride,
+                                const double* alpha, std::int64_t alpha_stride, double* acc,
+                                std::int64_t acc_stride, bool assign, std::int64_t m);
+void scaling_dot_rows_axpy_host(const float* next, std::int64_t next_stride, const float* w, std::int64_t w_stride,
+                                float* out, const float* prev, std::int64_t prev_stride, const float* alpha,
+                                std::int64_t alpha_stride, float* acc, std::int64_t acc_stride, bool assign,
+                                std::int64_t m);
 /// For s < scaling_stream_rows: acc + s·acc_stride gets Σ_i alpha_i·k_ik over
 /// the rows of the tile at tile + s·stride (leading dimension ld), rows in
 /// order, the first assigning: the bits of a loop of scaling_axpy_host per tile.

@@ -133,20 +133,27 @@ struct ScalingArrays {
     const T* w = bv.data() + col_begin(slot);
     T* acc = partial.data() + blocks(block, 3);
 #ifndef KOTML_DEVICE_PASS
-    // Host: scaling_stream_rows rows' dot products at once (one stream from
-    // memory each; rows long enough to come from memory), then each row in
-    // order (now in cache) into the block's column sums; each row's bits are
-    // those of one dot product and one axpy.
+    // Host, rows long enough to come from memory: scaling_stream_rows rows'
+    // dot products at once (one stream each), and in the same sweep the
+    // previous group's rows (read just before, now in cache) into the block's
+    // column sums, in row order. Each row's bits are those of one dot product
+    // and one axpy.
     (void)team;
     std::int64_t i = first;
     if (m * static_cast<std::int64_t>(sizeof(T)) >= scaling_stream_min_row_bytes) {
+      const T* pending = nullptr;  // the previous group's rows, not yet in acc
+      T pending_alpha[scaling_stream_rows];
       for (; i + scaling_stream_rows <= last; i += scaling_stream_rows) {
         T s[scaling_stream_rows];
-        scaling_dot_rows_host(k + i * m, m, w, 0, m, s);
+        scaling_dot_rows_axpy_host(k + i * m, m, w, 0, s, pending, m, pending_alpha, 1, acc, 0,
+                                   pending == k + first * m, m);
         for (int t = 0; t < scaling_stream_rows; ++t)
-          scaling_axpy_host(k + (i + t) * m, m, finish_row(row_begin(slot) + i + t, s[t], check), acc,
-                            i + t == first);
+          pending_alpha[t] = finish_row(row_begin(slot) + i + t, s[t], check);
+        pending = k + i * m;
       }
+      if (pending != nullptr)
+        scaling_dot_rows_axpy_host(static_cast<const T*>(nullptr), m, w, 0, static_cast<T*>(nullptr), pending, m,
+                                   pending_alpha, 1, acc, 0, pending == k + first * m, m);
     }
     for (; i < last; ++i) {
       const T s = scaling_dot_host(k + i * m, w, m);

@@ -178,6 +178,40 @@ TEST(SimdLevels, ScalingColumnMaximaMatchTheColumnByColumnLoop) {
   expect_same_bits_at_every_level("scaling column maxima (double)", [] { return scaling_column_maxima_at_this_level<double>(); });
 }
 
+/// scaling_dot_rows_axpy_host against scaling_dot_host and a loop of
+/// scaling_axpy_host: with and without dot products, the four rows into one
+/// acc (the batch solver's blocks, α per row, one of them −0) or each into its
+/// own (the tiled pass, one α), assigning or adding.
+template <class T>
+void dot_rows_axpy_against_one_row_forms(const std::vector<T>& next, std::int64_t next_stride,
+                                         const std::vector<T>& w, const std::vector<T>& prev,
+                                         std::int64_t prev_stride, const std::vector<T>& alphas, std::int64_t m,
+                                         Outputs& out) {
+  const T alpha[4] = {alphas[0], -T(0), alphas[2], alphas[4]};
+  for (const bool dots : {true, false})
+    for (const bool chain : {true, false})
+      for (const bool assign : {true, false}) {
+        const std::int64_t acc_stride = chain ? 0 : m + 5, alpha_stride = chain ? 1 : 0;
+        std::vector<T> got(static_cast<std::size_t>(4 * (m + 5)), T(3)), ref = got;
+        T sums[4] = {T(-1), T(-1), T(-1), T(-1)};
+        ot::detail::scaling_dot_rows_axpy_host(dots ? next.data() : nullptr, next_stride, w.data(), 0,
+                                               dots ? sums : nullptr, prev.data(), prev_stride, alpha, alpha_stride,
+                                               got.data(), acc_stride, assign, m);
+        for (int r = 0; r < 4; ++r) {
+          ot::detail::scaling_axpy_host(prev.data() + r * prev_stride, m, alpha[r * alpha_stride],
+                                        ref.data() + r * acc_stride, assign && (r == 0 || !chain));
+          const T dot = dots ? ot::detail::scaling_dot_host(next.data() + r * next_stride, w.data(), m) : T(-1);
+          EXPECT_EQ(0, std::memcmp(&sums[r], &dot, sizeof(T)))
+              << "dot of row " << r << " beside the axpy, m = " << m << " at " << simd::name(simd::active());
+        }
+        EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
+            << "axpy beside the dots (dots " << dots << ", chain " << chain << ", assign " << assign
+            << "), m = " << m << " at " << simd::name(simd::active());
+        append(out, got);
+        append(out, std::vector<T>(sums, sums + 4));
+      }
+}
+
 /// The scaling domain's four-stream kernels against their one-row forms at
 /// the active level: each of scaling_dot_rows_host's results has the bits of
 /// scaling_dot_host on its row (rows apart by an odd stride, and the same w for
@@ -226,6 +260,7 @@ Outputs stream_kernels_at_this_level() {
       ot::detail::scaling_axpy_host(tile.data() + t * tile_stride, m, minus_zero, ref.data() + t * acc_stride, true);
     EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
         << "column sums with alpha -0, m = " << m << " at " << simd::name(simd::active());
+    dot_rows_axpy_against_one_row_forms(k, stride, w, tile, ld, alpha, m, out);
   }
   return out;
 }
