@@ -84,6 +84,18 @@ struct KernelSweep {
 #endif
     });
   }
+
+#ifndef KOTML_DEVICE_PASS
+  /// Row i of row tile I, every column tile: build_tile's entries for one row.
+  void build_row_host(std::int64_t I, std::int64_t i) const {
+    const std::int64_t r = I * tile_rows + i;
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+      const std::int64_t at = tile_offset(costs, I, J) + i * tile_cols;
+      scaling_kernel_row_host(costs.stored.data() + at, g_bar.data() + J * tile_cols, costs.cols_in(J), f_bar(r), s,
+                              kernel.data() + at);
+    }
+  }
+#endif
 };
 
 /// Per local row, low(r) = min_j (c_ij − ḡ_j) and span(r) = max_j (c_ij − ḡ_j)
@@ -318,24 +330,64 @@ struct ScalingJointSweep {
   Vector<const double> scale;   // per padded column: 2^−e_j
   JointSlots slots;
 
-  static std::size_t scratch_bytes() {
-    return tile_rows * sizeof(double) + ((scaling_stream_rows * tile_cols * sizeof(T) + 127) / 128) * 128 + 512;
+  /// The device: four tiles' column sums. The host: the column sums of a
+  /// whole row tile (every column), added band by band.
+  std::size_t scratch_bytes() const {
+#ifdef KOTML_DEVICE_PASS
+    const std::int64_t acc_entries = scaling_stream_rows * tile_cols;
+#else
+    const std::int64_t acc_entries = row_part.costs.col_tiles * tile_cols;
+#endif
+    return tile_rows * sizeof(double) + ((acc_entries * sizeof(T) + 127) / 128) * 128 + 512;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
     ScratchCarver pad{team.team_scratch(1)};
     double* total = pad.take<double>(tile_rows);
+#ifdef KOTML_DEVICE_PASS
     T* acc = pad.take<T>(scaling_stream_rows * tile_cols);
     int* absorbed = pad.take<int>(1);
+#else
+    T* acc = pad.take<T>(row_part.costs.col_tiles * tile_cols);
+#endif
     std::int64_t* claimed = pad.take<std::int64_t>(1);
     std::int64_t* limbs = slots.own(team);
     for (;;) {
       const std::int64_t I = slots.claim(team, claimed);
       if (I >= row_part.costs.row_tiles) return;
+#ifdef KOTML_DEVICE_PASS
       row_tile(team, I, total, acc, absorbed, limbs);
+#else
+      row_tile_host(team, I, total, acc, limbs);
+#endif
     }
   }
 
+  /// Step 2 for padded row r of sum R_r: f_r, α_r, and the absorption (f̄_r =
+  /// f_r in T, selected(r) set) when α_r leaves [2^−Θ, 2^Θ]; true then.
+  KOKKOS_INLINE_FUNCTION bool finish_row(std::int64_t r, double sum) const {
+    row_part.sum(r) = sum;
+    selected(r) = 0;
+    const double fresh = updated_potential(log_a(r), kmath::log(sum) - static_cast<double>(f_bar(r)) / eps, eps, tau);
+    f(r) = fresh;
+    if (!(log_a(r) > -kmath::infinity<double>())) {
+      alpha(r) = T(0);
+      return false;
+    }
+    const double bound = ScalingLimits<T>::bound;
+    double v = kmath::exp((fresh - static_cast<double>(f_bar(r))) / eps);
+    bool absorbs = false;
+    if (!(v >= 1 / bound && v <= bound) && kmath::isfinite(fresh)) {
+      f_bar(r) = static_cast<T>(fresh);
+      v = kmath::exp((fresh - static_cast<double>(f_bar(r))) / eps);
+      selected(r) = 1;
+      absorbs = true;
+    }
+    alpha(r) = static_cast<T>(v);
+    return absorbs;
+  }
+
+#ifdef KOTML_DEVICE_PASS
   KOKKOS_INLINE_FUNCTION void row_tile(const TileMember& team, std::int64_t I, double* total, T* acc, int* absorbed,
                                        std::int64_t* limbs) const {
     const TileCostData<T>& costs = row_part.costs;
@@ -346,31 +398,13 @@ struct ScalingJointSweep {
     Kokkos::single(Kokkos::PerTeam(team), [&]() { *absorbed = 0; });
     team.team_barrier();
     row_part.add_tiles(team, I, total);
-    const double bound = ScalingLimits<T>::bound;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_rows), [&](const std::int64_t i) {
       Kokkos::single(Kokkos::PerThread(team), [&]() {
         const std::int64_t r = I * tile_rows + i;
-        if (i >= rows) {
+        if (i >= rows)
           alpha(r) = T(0);
-          return;
-        }
-        row_part.sum(r) = total[i];
-        selected(r) = 0;
-        const double fresh =
-            updated_potential(log_a(r), kmath::log(total[i]) - static_cast<double>(f_bar(r)) / eps, eps, tau);
-        f(r) = fresh;
-        if (!(log_a(r) > -kmath::infinity<double>())) {
-          alpha(r) = T(0);
-          return;
-        }
-        double v = kmath::exp((fresh - static_cast<double>(f_bar(r))) / eps);
-        if (!(v >= 1 / bound && v <= bound) && kmath::isfinite(fresh)) {
-          f_bar(r) = static_cast<T>(fresh);
-          v = kmath::exp((fresh - static_cast<double>(f_bar(r))) / eps);
-          selected(r) = 1;
+        else if (finish_row(r, total[i]))
           Kokkos::atomic_add(absorbed, 1);
-        }
-        alpha(r) = static_cast<T>(v);
       });
     });
     team.team_barrier();
@@ -379,25 +413,69 @@ struct ScalingJointSweep {
     team.team_barrier();
     // Column tiles in reverse: the last ones read for the rows are still in cache.
     const T* a = alpha.data() + I * tile_rows;
-    std::int64_t J = costs.col_tiles;  // tiles [0, J) are left
-#ifndef KOTML_DEVICE_PASS
-    // The host: a partial last tile alone, then scaling_stream_rows full
-    // tiles at once (one stream each; per column the rows in order, so the
-    // bits of scaled_column_sums).
-    for (const std::int64_t full = costs.cols / tile_cols; J > full; --J)
-      column_tile(team, I, J - 1, rows, a, acc, limbs);
-    for (; J >= scaling_stream_rows; J -= scaling_stream_rows) {
-      const std::int64_t first = J - scaling_stream_rows;
-      scaling_column_sums_tiles_host(row_part.kernel.data() + tile_offset(costs, I, first), tile_entries, tile_cols,
-                                     rows, tile_cols, a, acc, tile_cols);
-      for (int t = 0; t < scaling_stream_rows; ++t) {
-        const std::int64_t col0 = (first + t) * tile_cols;
-        deposit_columns(team, limbs + col0 * column_limbs, acc + t * tile_cols, scale.data() + col0, tile_cols);
-      }
-    }
-#endif
-    for (; J > 0; --J) column_tile(team, I, J - 1, rows, a, acc, limbs);
+    for (std::int64_t J = costs.col_tiles; J > 0; --J) column_tile(team, I, J - 1, rows, a, acc, limbs);
   }
+#else
+  /// How many rows of a row tile the host reads per band: about 512 KiB of
+  /// K̃, so that a band read for its row sums is still in L2 when it is
+  /// added to the column sums (any count gives the same bits).
+  std::int64_t band_rows() const {
+    const std::int64_t row_bytes = row_part.costs.col_tiles * tile_cols * static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t rows = (std::int64_t(512) << 10) / row_bytes;
+    return rows < 1 ? 1 : (rows > tile_rows ? tile_rows : rows);
+  }
+
+  /// The host's row tile I (one thread per team: Serial, OpenMP). Sweep s
+  /// reads band s of rows for their sums (scaling_stream_rows full column
+  /// tiles at once, one stream each) and, from cache, adds band s − 1 (whose
+  /// α the end of sweep s − 1 made) into acc, the row tile's column sums;
+  /// the deposits follow the last sweep. Per row the column tiles are added
+  /// in order and per column the rows in order, the first assigning: the bits
+  /// of ScalingRowSweep and of scaled_column_sums.
+  void row_tile_host(const TileMember& team, std::int64_t I, double* total, T* acc, std::int64_t* limbs) const {
+    const TileCostData<T>& costs = row_part.costs;
+    const std::int64_t rows = costs.rows_in(I), band = band_rows(), bands = (rows + band - 1) / band;
+    const std::int64_t grouped = costs.cols / tile_cols / scaling_stream_rows * scaling_stream_rows;
+    const T* kernel = row_part.kernel.data();
+    const T* beta = row_part.beta.data();
+    const T* a = alpha.data() + I * tile_rows;
+    for (std::int64_t i = 0; i < rows; ++i) total[i] = 0;
+    for (std::int64_t i = rows; i < tile_rows; ++i) alpha(I * tile_rows + i) = T(0);
+    for (std::int64_t s = 0; s <= bands; ++s) {
+      const std::int64_t read0 = s * band, read1 = s < bands ? (read0 + band < rows ? read0 + band : rows) : read0;
+      const std::int64_t add0 = (s - 1) * band, add1 = s > 0 ? (add0 + band < rows ? add0 + band : rows) : add0;
+      const std::int64_t count = read1 - read0 > add1 - add0 ? read1 - read0 : add1 - add0;
+      for (std::int64_t J = 0; J < grouped; J += scaling_stream_rows) {
+        const T* tile = kernel + tile_offset(costs, I, J);
+        for (std::int64_t q = 0; q < count; ++q) {
+          const std::int64_t i = read0 + q, p = add0 + q;
+          const bool reads = i < read1, adds = p < add1;
+          T parts[scaling_stream_rows];
+          scaling_dot_rows_axpy_host(reads ? tile + i * tile_cols : nullptr, tile_entries, beta + J * tile_cols,
+                                     tile_cols, parts, adds ? tile + p * tile_cols : nullptr, tile_entries, a + p, 0,
+                                     acc + J * tile_cols, tile_cols, p == 0, tile_cols);
+          if (reads)
+            for (int t = 0; t < scaling_stream_rows; ++t) total[i] += static_cast<double>(parts[t]);
+        }
+      }
+      for (std::int64_t J = grouped; J < costs.col_tiles; ++J) {  // the tiles past the groups, in order
+        const T* tile = kernel + tile_offset(costs, I, J);
+        const std::int64_t width = costs.cols_in(J);
+        for (std::int64_t i = read0; i < read1; ++i)
+          total[i] += static_cast<double>(scaling_dot_host(tile + i * tile_cols, beta + J * tile_cols, width));
+        for (std::int64_t p = add0; p < add1; ++p)
+          scaling_axpy_host(tile + p * tile_cols, width, a[p], acc + J * tile_cols, p == 0);
+      }
+      for (std::int64_t i = read0; i < read1; ++i)
+        if (finish_row(I * tile_rows + i, total[i])) rebuild.build_row_host(I, i);
+    }
+    if (rows > 0)
+      for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
+        const std::int64_t col0 = J * tile_cols;
+        deposit_columns(team, limbs + col0 * column_limbs, acc + col0, scale.data() + col0, costs.cols_in(J));
+      }
+  }
+#endif
 
   /// Column tile J's part of the column sums of row tile I, deposited.
   KOKKOS_INLINE_FUNCTION void column_tile(const TileMember& team, std::int64_t I, std::int64_t J, std::int64_t rows,
