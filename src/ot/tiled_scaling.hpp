@@ -315,8 +315,11 @@ struct ScalingColumnSweep {
 ///   3. 2^−e_j·Σ_i α_i K̃_ij per column tile, deposited into the team's slot
 ///      (JointSlots; as ScalingColumnSweep's sum mode, per row tile in the same
 ///      order).
-/// The row tile's K̃ is read again in step 3, from cache where it fits. The
-/// host checks R and the column totals afterwards, as after the two sweeps.
+/// Step 3 reads the row tile's K̃ again. The device reads it whole after
+/// step 2; the host (row_tile_host) takes the row tile in bands of rows and
+/// adds each band into the column sums in the sweep that reads the next, so
+/// that the second read comes from L2. The host checks R and the column
+/// totals afterwards, as after the two sweeps.
 template <class T>
 struct ScalingJointSweep {
   ScalingRowSweep<T> row_part;  // costs, kernel, beta, sum (R_i)
