@@ -3,9 +3,9 @@
 // per x86 SIMD level with the flags of every host SIMD file (src/CMakeLists.txt).
 // The dot product keeps W accumulators: lane l adds the terms j ≡ l (mod W) in
 // increasing j and the lanes are combined in a fixed pairwise tree, so its bits
-// depend on the inputs alone; its four-row form does the same per row. The
-// other loops are element by element (the four-tile column sums too), and
-// the column deposits integer arithmetic (exact in any grouping).
+// depend on the inputs alone; its four-row forms do the same per row. The
+// other loops are element by element (the column sums beside the dot products
+// too), and the column deposits integer arithmetic (exact in any grouping).
 
 #include <cstdint>
 #include <cstring>
@@ -182,40 +182,6 @@ __attribute__((always_inline)) inline void dot_rows_axpy_4(const T* next, std::i
 #undef KOTML_OT_DOT_AXPY
 }
 
-/// acc_s (=|+=) Σ_i alpha_i·tile_s[i] over rows in order, for 4 tiles at
-/// tile + s·stride (rows ld apart) into acc + s·acc_stride: element by element
-/// the operations of a loop of axpy (the first row assigning), with the 4
-/// tiles read as concurrent streams.
-template <class T, int W>
-__attribute__((always_inline)) inline void column_sums_4(const T* __restrict tile, std::int64_t stride,
-                                                         std::int64_t ld, std::int64_t rows, std::int64_t width,
-                                                         const T* __restrict alpha, T* __restrict acc,
-                                                         std::int64_t acc_stride) {
-  typedef T Lanes __attribute__((vector_size(W * sizeof(T))));
-  const std::int64_t full = width - width % W;
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const T a = alpha[i];
-    Lanes av;  // a in every lane (0 + a would turn a −0 into +0)
-    for (int l = 0; l < W; ++l) av[l] = a;
-    for (int t = 0; t < 4; ++t) {
-      const T* __restrict row = tile + t * stride + i * ld;
-      T* __restrict out = acc + t * acc_stride;
-      for (std::int64_t j = 0; j < full; j += W) {
-        Lanes r, o;
-        std::memcpy(&r, row + j, sizeof(r));
-        if (i == 0) {
-          o = av * r;
-        } else {
-          std::memcpy(&o, out + j, sizeof(o));
-          o += av * r;
-        }
-        std::memcpy(out + j, &o, sizeof(o));
-      }
-      for (std::int64_t j = full; j < width; ++j) out[j] = i == 0 ? a * row[j] : out[j] + a * row[j];
-    }
-  }
-}
-
 template <class T>
 __attribute__((always_inline)) inline void axpy(const T* __restrict k, std::int64_t m, T alpha, T* __restrict acc,
                                                 bool assign) {
@@ -358,33 +324,18 @@ KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
                       (k, k_stride, w, w_stride, m, out),
                       dot_lanes_4<float, 16>(k, k_stride, w, w_stride, m, out))
 
-KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,
-                      (const double* next, std::int64_t next_stride, const double* w, std::int64_t w_stride,
-                       double* out, const double* prev, std::int64_t prev_stride, const double* alpha,
-                       std::int64_t alpha_stride, double* acc, std::int64_t acc_stride, bool assign, std::int64_t m),
-                      (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, alpha_stride, acc, acc_stride,
-                       assign, m),
-                      dot_rows_axpy_4<double, 8>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,
-                                                 alpha_stride, acc, acc_stride, assign, m))
-KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,
-                      (const float* next, std::int64_t next_stride, const float* w, std::int64_t w_stride,
-                       float* out, const float* prev, std::int64_t prev_stride, const float* alpha,
-                       std::int64_t alpha_stride, float* acc, std::int64_t acc_stride, bool assign, std::int64_t m),
-                      (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, alpha_stride, acc, acc_stride,
-                       assign, m),
-                      dot_rows_axpy_4<float, 16>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,
-                                                 alpha_stride, acc, acc_stride, assign, m))
-
-KOTML_SIMD_DISPATCHED(void, scaling_column_sums_tiles_host,
-                      (const double* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,
-                       std::int64_t width, const double* alpha, double* acc, std::int64_t acc_stride),
-                      (tile, stride, ld, rows, width, alpha, acc, acc_stride),
-                      column_sums_4<double, 8>(tile, stride, ld, rows, width, alpha, acc, acc_stride))
-KOTML_SIMD_DISPATCHED(void, scaling_column_sums_tiles_host,
-                      (const float* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows, std::int64_t width,
-                       const float* alpha, float* acc, std::int64_t acc_stride),
-                      (tile, stride, ld, rows, width, alpha, acc, acc_stride),
-                      column_sums_4<float, 16>(tile, stride, ld, rows, width, alpha, acc, acc_stride))
+#define KOTML_OT_DOT_ROWS_AXPY(T, W)                                                                          \
+  KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,                                                     \
+                        (const T* next, std::int64_t next_stride, const T* w, std::int64_t w_stride, T* out,  \
+                         const T* prev, std::int64_t prev_stride, const T* alpha, std::int64_t alpha_stride,  \
+                         T* acc, std::int64_t acc_stride, bool assign, std::int64_t m),                       \
+                        (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, alpha_stride, acc,    \
+                         acc_stride, assign, m),                                                              \
+                        dot_rows_axpy_4<T, W>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,  \
+                                              alpha_stride, acc, acc_stride, assign, m))
+KOTML_OT_DOT_ROWS_AXPY(double, 8)
+KOTML_OT_DOT_ROWS_AXPY(float, 16)
+#undef KOTML_OT_DOT_ROWS_AXPY
 
 KOTML_SIMD_DISPATCHED(void, scaling_axpy_host,
                       (const double* k, std::int64_t m, double alpha, double* acc, bool assign),

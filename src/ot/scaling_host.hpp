@@ -53,13 +53,6 @@ void scaling_dot_rows_axpy_host(const float* next, std::int64_t next_stride, con
                                 float* out, const float* prev, std::int64_t prev_stride, const float* alpha,
                                 std::int64_t alpha_stride, float* acc, std::int64_t acc_stride, bool assign,
                                 std::int64_t m);
-/// For s < scaling_stream_rows: acc + s·acc_stride gets Σ_i alpha_i·k_ik over
-/// the rows of the tile at tile + s·stride (leading dimension ld), rows in
-/// order, the first assigning: the bits of a loop of scaling_axpy_host per tile.
-void scaling_column_sums_tiles_host(const double* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,
-                                    std::int64_t width, const double* alpha, double* acc, std::int64_t acc_stride);
-void scaling_column_sums_tiles_host(const float* tile, std::int64_t stride, std::int64_t ld, std::int64_t rows,
-                                    std::int64_t width, const float* alpha, float* acc, std::int64_t acc_stride);
 /// top_k = max(top_k, alpha_i·k_ik) over a tile's rows, in row order.
 void scaling_column_max_host(const double* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
                              const double* alpha, double* top);

@@ -181,7 +181,7 @@ TEST(SimdLevels, ScalingColumnMaximaMatchTheColumnByColumnLoop) {
 /// scaling_dot_rows_axpy_host against scaling_dot_host and a loop of
 /// scaling_axpy_host: with and without dot products, the four rows into one
 /// acc (the batch solver's blocks, α per row, one of them −0) or each into its
-/// own (the tiled pass, one α), assigning or adding.
+/// own (the tiled pass, one α, positive or −0), assigning or adding.
 template <class T>
 void dot_rows_axpy_against_one_row_forms(const std::vector<T>& next, std::int64_t next_stride,
                                          const std::vector<T>& w, const std::vector<T>& prev,
@@ -189,23 +189,25 @@ void dot_rows_axpy_against_one_row_forms(const std::vector<T>& next, std::int64_
                                          Outputs& out) {
   const T alpha[4] = {alphas[0], -T(0), alphas[2], alphas[4]};
   for (const bool dots : {true, false})
-    for (const bool chain : {true, false})
+    for (const int mode : {0, 1, 2})  // chain; one α each; one α of −0 each
       for (const bool assign : {true, false}) {
+        const bool chain = mode == 0;
+        const T* a = alpha + (mode == 2 ? 1 : 0);
         const std::int64_t acc_stride = chain ? 0 : m + 5, alpha_stride = chain ? 1 : 0;
         std::vector<T> got(static_cast<std::size_t>(4 * (m + 5)), T(3)), ref = got;
         T sums[4] = {T(-1), T(-1), T(-1), T(-1)};
         ot::detail::scaling_dot_rows_axpy_host(dots ? next.data() : nullptr, next_stride, w.data(), 0,
-                                               dots ? sums : nullptr, prev.data(), prev_stride, alpha, alpha_stride,
+                                               dots ? sums : nullptr, prev.data(), prev_stride, a, alpha_stride,
                                                got.data(), acc_stride, assign, m);
         for (int r = 0; r < 4; ++r) {
-          ot::detail::scaling_axpy_host(prev.data() + r * prev_stride, m, alpha[r * alpha_stride],
+          ot::detail::scaling_axpy_host(prev.data() + r * prev_stride, m, a[r * alpha_stride],
                                         ref.data() + r * acc_stride, assign && (r == 0 || !chain));
           const T dot = dots ? ot::detail::scaling_dot_host(next.data() + r * next_stride, w.data(), m) : T(-1);
           EXPECT_EQ(0, std::memcmp(&sums[r], &dot, sizeof(T)))
               << "dot of row " << r << " beside the axpy, m = " << m << " at " << simd::name(simd::active());
         }
         EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
-            << "axpy beside the dots (dots " << dots << ", chain " << chain << ", assign " << assign
+            << "axpy beside the dots (dots " << dots << ", mode " << mode << ", assign " << assign
             << "), m = " << m << " at " << simd::name(simd::active());
         append(out, got);
         append(out, std::vector<T>(sums, sums + 4));
@@ -215,9 +217,9 @@ void dot_rows_axpy_against_one_row_forms(const std::vector<T>& next, std::int64_
 /// The scaling domain's four-stream kernels against their one-row forms at
 /// the active level: each of scaling_dot_rows_host's results has the bits of
 /// scaling_dot_host on its row (rows apart by an odd stride, and the same w for
-/// all four), and scaling_column_sums_tiles_host the bits of a loop of
-/// scaling_axpy_host per tile, the first row assigning (a column of −0 entries
-/// sums to −0 only then).
+/// all four), and scaling_dot_rows_axpy_host those of the dot products and of
+/// a loop of scaling_axpy_host, the first row assigning (a column of −0
+/// entries sums to −0 only then).
 template <class T>
 Outputs stream_kernels_at_this_level() {
   Outputs out;
@@ -236,30 +238,12 @@ Outputs stream_kernels_at_this_level() {
       }
       append(out, std::vector<T>(got, got + 4));
     }
-    const std::int64_t rows = 5, ld = m + 3, tile_stride = rows * ld + 7, acc_stride = m + 1;
-    auto tile = uniform<T>(static_cast<std::size_t>(4 * tile_stride), -1, 1, 97 + static_cast<std::uint64_t>(m));
+    const std::int64_t rows = 5, ld = m + 3;
+    auto tile = uniform<T>(static_cast<std::size_t>(rows * ld), -1, 1, 97 + static_cast<std::uint64_t>(m));
     auto alpha = uniform<T>(static_cast<std::size_t>(rows), 0, 2, 98 + static_cast<std::uint64_t>(m));
     for (std::int64_t i = 0; i < rows; ++i) tile[static_cast<std::size_t>(i * ld)] = -T(0);  // stays −0 only if assigned
-    tile[static_cast<std::size_t>(tile_stride + ld)] = std::numeric_limits<T>::quiet_NaN();
+    tile[static_cast<std::size_t>(ld + m / 3)] = std::numeric_limits<T>::quiet_NaN();
     alpha[3] = T(0);
-    std::vector<T> got(static_cast<std::size_t>(4 * acc_stride), T(7)), ref = got;
-    ot::detail::scaling_column_sums_tiles_host(tile.data(), tile_stride, ld, rows, m, alpha.data(), got.data(),
-                                               acc_stride);
-    for (int t = 0; t < 4; ++t)
-      for (std::int64_t i = 0; i < rows; ++i)
-        ot::detail::scaling_axpy_host(tile.data() + t * tile_stride + i * ld, m, alpha[static_cast<std::size_t>(i)],
-                                      ref.data() + t * acc_stride, i == 0);
-    EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
-        << "column sums, m = " << m << " at " << simd::name(simd::active());
-    append(out, got);
-    // One row with α = −0: its products keep their signs.
-    const T minus_zero = -T(0);
-    ot::detail::scaling_column_sums_tiles_host(tile.data(), tile_stride, ld, 1, m, &minus_zero, got.data(),
-                                               acc_stride);
-    for (int t = 0; t < 4; ++t)
-      ot::detail::scaling_axpy_host(tile.data() + t * tile_stride, m, minus_zero, ref.data() + t * acc_stride, true);
-    EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
-        << "column sums with alpha -0, m = " << m << " at " << simd::name(simd::active());
     dot_rows_axpy_against_one_row_forms(k, stride, w, tile, ld, alpha, m, out);
   }
   return out;
