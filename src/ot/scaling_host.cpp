@@ -50,27 +50,49 @@ __attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T
 /// rows are 4 concurrent streams from memory, which one core reads faster than
 /// one stream.
 static_assert(scaling_stream_rows == 4, "dot_lanes_4 reads four rows");
+
+/// GCC's vector type: W lanes of T, one register at x86-64-v4, split below it.
 template <class T, int W>
-__attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, std::int64_t k_stride,
-                                                       const T* __restrict w, std::int64_t w_stride, std::int64_t m,
-                                                       T* __restrict out) {
-  // GCC's vector type: W lanes of T, one register at x86-64-v4, split below it.
-  typedef T Lanes __attribute__((vector_size(W * sizeof(T))));
-  const std::int64_t full = m - m % W;
-  Lanes sums[4] = {};
-  for (std::int64_t j = 0; j < full; j += W)
-    KOTML_OT_UNROLL
-    for (int r = 0; r < 4; ++r) {
-      Lanes kv, wv;
-      std::memcpy(&kv, k + r * k_stride + j, sizeof(kv));
-      std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
-      sums[r] += kv * wv;
-    }
+struct LaneVector {
+  typedef T type __attribute__((vector_size(W * sizeof(T))));
+};
+template <class T, int W>
+using Lanes = typename LaneVector<T, W>::type;
+
+/// Columns [j, j + W) of four rows' dot products into their lanes.
+template <class T, int W>
+__attribute__((always_inline)) inline void add_row_lanes_4(Lanes<T, W>* sums, const T* __restrict k,
+                                                           std::int64_t k_stride, const T* __restrict w,
+                                                           std::int64_t w_stride, std::int64_t j) {
+  KOTML_OT_UNROLL
+  for (int r = 0; r < 4; ++r) {
+    Lanes<T, W> kv, wv;
+    std::memcpy(&kv, k + r * k_stride + j, sizeof(kv));
+    std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
+    sums[r] += kv * wv;
+  }
+}
+
+/// The four rows' dot products from their lanes (finish_lanes per row).
+template <class T, int W>
+__attribute__((always_inline)) inline void finish_rows_4(const Lanes<T, W>* sums, const T* __restrict k,
+                                                         std::int64_t k_stride, const T* __restrict w,
+                                                         std::int64_t w_stride, std::int64_t full, std::int64_t m,
+                                                         T* __restrict out) {
   for (int r = 0; r < 4; ++r) {
     T lane[W];
     std::memcpy(lane, &sums[r], sizeof(lane));
     out[r] = finish_lanes<T, W>(lane, k + r * k_stride, w + r * w_stride, full, m);
   }
+}
+template <class T, int W>
+__attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, std::int64_t k_stride,
+                                                       const T* __restrict w, std::int64_t w_stride, std::int64_t m,
+                                                       T* __restrict out) {
+  const std::int64_t full = m - m % W;
+  Lanes<T, W> sums[4] = {};
+  for (std::int64_t j = 0; j < full; j += W) add_row_lanes_4<T, W>(sums, k, k_stride, w, w_stride, j);
+  finish_rows_4<T, W>(sums, k, k_stride, w, w_stride, full, m, out);
 }
 
 /// One sweep over the columns that does two things: dot_lanes_4's dot
@@ -88,7 +110,7 @@ __attribute__((always_inline)) inline void dot_rows_then_axpy_4(
     const T* __restrict next, std::int64_t next_stride, const T* __restrict w, std::int64_t w_stride,
     T* __restrict out, const T* __restrict prev, std::int64_t prev_stride, const T* __restrict alpha,
     std::int64_t alpha_stride, T* __restrict acc, std::int64_t acc_stride, std::int64_t m) {
-  typedef T Lanes __attribute__((vector_size(W * sizeof(T))));
+  using Lanes = kotml::ot::detail::Lanes<T, W>;
   const std::int64_t full = m - m % W;
   Lanes sums[4] = {};
   Lanes av[4];  // each α in every lane (0 + α would turn a −0 into +0)
@@ -98,15 +120,7 @@ __attribute__((always_inline)) inline void dot_rows_then_axpy_4(
     for (int l = 0; l < W; ++l) av[r][l] = a[r];
   }
   for (std::int64_t j = 0; j < full; j += W) {
-    if constexpr (Dots) {
-      KOTML_OT_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        Lanes kv, wv;
-        std::memcpy(&kv, next + r * next_stride + j, sizeof(kv));
-        std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
-        sums[r] += kv * wv;
-      }
-    }
+    if constexpr (Dots) add_row_lanes_4<T, W>(sums, next, next_stride, w, w_stride, j);
     if constexpr (Chain) {
       Lanes p, o;
       std::memcpy(&p, prev + j, sizeof(p));
@@ -143,12 +157,7 @@ __attribute__((always_inline)) inline void dot_rows_then_axpy_4(
       const T p = prev[r * prev_stride + j];
       o = Assign && (r == 0 || !Chain) ? a[r] * p : o + a[r] * p;
     }
-  if constexpr (Dots)
-    for (int r = 0; r < 4; ++r) {
-      T lane[W];
-      std::memcpy(lane, &sums[r], sizeof(lane));
-      out[r] = finish_lanes<T, W>(lane, next + r * next_stride, w + r * w_stride, full, m);
-    }
+  if constexpr (Dots) finish_rows_4<T, W>(sums, next, next_stride, w, w_stride, full, m, out);
 }
 
 template <class T, int W>
