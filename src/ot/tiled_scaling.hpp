@@ -472,11 +472,10 @@ struct ScalingJointSweep {
       for (std::int64_t i = read0; i < read1; ++i)
         if (finish_row(I * tile_rows + i, total[i])) rebuild.build_row_host(I, i);
     }
-    if (rows > 0)
-      for (std::int64_t J = 0; J < costs.col_tiles; ++J) {
-        const std::int64_t col0 = J * tile_cols;
-        deposit_columns(team, limbs + col0 * column_limbs, acc + col0, scale.data() + col0, costs.cols_in(J));
-      }
+    for (std::int64_t J = 0; J < costs.col_tiles; ++J) {  // a claimed row tile has a row at least
+      const std::int64_t col0 = J * tile_cols;
+      deposit_columns(team, limbs + col0 * column_limbs, acc + col0, scale.data() + col0, costs.cols_in(J));
+    }
   }
 #endif
 
