@@ -21,36 +21,6 @@
 namespace kotml::ot::detail {
 namespace {
 
-/// The end of a W-lane dot product: the terms past `full` into their lanes,
-/// then the lanes in the fixed pairwise tree.
-template <class T, int W>
-__attribute__((always_inline)) inline T finish_lanes(T* lane, const T* __restrict k, const T* __restrict w,
-                                                     std::int64_t full, std::int64_t m) {
-  KOTML_OT_UNROLL
-  for (int l = 0; l < W; ++l) lane[l] += full + l < m ? k[full + l] * w[full + l] : T(0);
-  KOTML_OT_UNROLL
-  for (int width = W / 2; width >= 1; width /= 2)
-    KOTML_OT_UNROLL
-    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
-  return lane[0];
-}
-
-template <class T, int W>
-__attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T* __restrict w, std::int64_t m) {
-  const std::int64_t full = m - m % W;
-  T lane[W];
-  for (int l = 0; l < W; ++l) lane[l] = 0;
-  for (std::int64_t j = 0; j < full; j += W)
-    for (int l = 0; l < W; ++l) lane[l] += k[j + l] * w[j + l];
-  return finish_lanes<T, W>(lane, k, w, full, m);
-}
-
-/// dot_lanes for 4 rows at once, row r at k + r·k_stride against w + r·w_stride:
-/// each row's lanes and tree are dot_lanes', so each result has its bits; the
-/// rows are 4 concurrent streams from memory, which one core reads faster than
-/// one stream.
-static_assert(scaling_stream_rows == 4, "dot_lanes_4 reads four rows");
-
 /// GCC's vector type: W lanes of T, one register at x86-64-v4, split below it.
 template <class T, int W>
 struct LaneVector {
@@ -58,6 +28,59 @@ struct LaneVector {
 };
 template <class T, int W>
 using Lanes = typename LaneVector<T, W>::type;
+
+/// The fixed pairwise tree of a W-lane dot product: for width W/2, W/4, …, 1,
+/// lane l < width adds lane l + width. Each step adds the vector's low half
+/// and its high half, which is that step for every lane it keeps, in the
+/// scalar tree's operand order (so the same bits, NaN payloads included),
+/// in a few vector instructions instead of W − 1 scalar additions and the
+/// extractions before them: per 256-column tile of the tiled pass the scalar
+/// tree took a quarter of a model loop's time.
+template <class T, int W>
+__attribute__((always_inline)) inline T tree_lanes(Lanes<T, W> v) {
+  if constexpr (W == 1) {
+    return v[0];
+  } else {
+    Lanes<T, W / 2> low, high;
+    std::memcpy(&low, &v, sizeof(low));
+    std::memcpy(&high, reinterpret_cast<const char*>(&v) + sizeof(low), sizeof(high));
+    return tree_lanes<T, W / 2>(low + high);
+  }
+}
+
+/// The end of a W-lane dot product: the terms past `full` into their lanes
+/// (+0 in the lanes with none, as a scalar lane loop adds it), then the tree.
+template <class T, int W>
+__attribute__((always_inline)) inline T finish_lanes(Lanes<T, W> lanes, const T* __restrict k,
+                                                     const T* __restrict w, std::int64_t full, std::int64_t m) {
+  Lanes<T, W> t = {};
+  if (full < m) {  // a tile's rows have none: skip the lane-by-lane selects
+    T tail[W];
+    KOTML_OT_UNROLL
+    for (int l = 0; l < W; ++l) tail[l] = full + l < m ? k[full + l] * w[full + l] : T(0);
+    std::memcpy(&t, tail, sizeof(t));
+  }
+  return tree_lanes<T, W>(lanes + t);
+}
+
+template <class T, int W>
+__attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T* __restrict w, std::int64_t m) {
+  const std::int64_t full = m - m % W;
+  Lanes<T, W> sum = {};
+  for (std::int64_t j = 0; j < full; j += W) {
+    Lanes<T, W> kv, wv;
+    std::memcpy(&kv, k + j, sizeof(kv));
+    std::memcpy(&wv, w + j, sizeof(wv));
+    sum += kv * wv;
+  }
+  return finish_lanes<T, W>(sum, k, w, full, m);
+}
+
+/// dot_lanes for 4 rows at once, row r at k + r·k_stride against w + r·w_stride:
+/// each row's lanes and tree are dot_lanes', so each result has its bits; the
+/// rows are 4 concurrent streams from memory, which one core reads faster than
+/// one stream.
+static_assert(scaling_stream_rows == 4, "dot_lanes_4 reads four rows");
 
 /// Columns [j, j + W) of four rows' dot products into their lanes.
 template <class T, int W>
@@ -79,11 +102,7 @@ __attribute__((always_inline)) inline void finish_rows_4(const Lanes<T, W>* sums
                                                          std::int64_t k_stride, const T* __restrict w,
                                                          std::int64_t w_stride, std::int64_t full, std::int64_t m,
                                                          T* __restrict out) {
-  for (int r = 0; r < 4; ++r) {
-    T lane[W];
-    std::memcpy(lane, &sums[r], sizeof(lane));
-    out[r] = finish_lanes<T, W>(lane, k + r * k_stride, w + r * w_stride, full, m);
-  }
+  for (int r = 0; r < 4; ++r) out[r] = finish_lanes<T, W>(sums[r], k + r * k_stride, w + r * w_stride, full, m);
 }
 template <class T, int W>
 __attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, std::int64_t k_stride,
@@ -96,66 +115,49 @@ __attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, st
 }
 
 /// One sweep over the columns that does two things: dot_lanes_4's dot
-/// products of the four rows at `next` (when Dots), and four axpy updates
-/// from the rows at `prev`: row r adds alpha[r·alpha_stride]·prev_r into its
-/// acc, in row order, the first update of each acc assigning when Assign.
-/// Chain: all four into the one acc (a block's rows into its column sums);
-/// otherwise row r into acc + r·acc_stride. Element by element these are
-/// axpy's operations, and the dot products keep dot_lanes' lanes and tree,
-/// so every result has the bits of the one-row forms. The point is the
-/// overlap: prev's rows were read just before and come from cache while
-/// next's stream in from memory.
-template <class T, int W, bool Dots, bool Chain, bool Assign>
-__attribute__((always_inline)) inline void dot_rows_then_axpy_4(
-    const T* __restrict next, std::int64_t next_stride, const T* __restrict w, std::int64_t w_stride,
-    T* __restrict out, const T* __restrict prev, std::int64_t prev_stride, const T* __restrict alpha,
-    std::int64_t alpha_stride, T* __restrict acc, std::int64_t acc_stride, std::int64_t m) {
+/// products of the four rows at `next` (when Dots), and the four rows at
+/// `prev` into the one acc: row r adds alpha[r]·prev_r, in row order, the
+/// first assigning when Assign (a block's rows into its column sums). Element
+/// by element these are axpy's operations, and the dot products keep
+/// dot_lanes' lanes and tree, so every result has the bits of the one-row
+/// forms. The point is the overlap: prev's rows were read just before and
+/// come from cache while next's stream in from memory.
+template <class T, int W, bool Dots, bool Assign>
+__attribute__((always_inline)) inline void dot_rows_then_axpy_4(const T* __restrict next, std::int64_t next_stride,
+                                                                const T* __restrict w, std::int64_t w_stride,
+                                                                T* __restrict out, const T* __restrict prev,
+                                                                std::int64_t prev_stride, const T* __restrict alpha,
+                                                                T* __restrict acc, std::int64_t m) {
   using Lanes = kotml::ot::detail::Lanes<T, W>;
   const std::int64_t full = m - m % W;
   Lanes sums[4] = {};
-  Lanes av[4];  // each α in every lane (0 + α would turn a −0 into +0)
-  T a[4];
+  Lanes av[4];  // each α in every lane, copied (0 + α would turn a −0 into +0)
   for (int r = 0; r < 4; ++r) {
-    a[r] = alpha[r * alpha_stride];
-    for (int l = 0; l < W; ++l) av[r][l] = a[r];
+    T fill[W];
+    for (int l = 0; l < W; ++l) fill[l] = alpha[r];
+    std::memcpy(&av[r], fill, sizeof(fill));
   }
   for (std::int64_t j = 0; j < full; j += W) {
     if constexpr (Dots) add_row_lanes_4<T, W>(sums, next, next_stride, w, w_stride, j);
-    if constexpr (Chain) {
-      Lanes p, o;
-      std::memcpy(&p, prev + j, sizeof(p));
-      if constexpr (Assign) {
-        o = av[0] * p;
-      } else {
-        std::memcpy(&o, acc + j, sizeof(o));
-        o += av[0] * p;
-      }
-      KOTML_OT_UNROLL
-      for (int r = 1; r < 4; ++r) {
-        std::memcpy(&p, prev + r * prev_stride + j, sizeof(p));
-        o += av[r] * p;
-      }
-      std::memcpy(acc + j, &o, sizeof(o));
+    Lanes p, o;
+    std::memcpy(&p, prev + j, sizeof(p));
+    if constexpr (Assign) {
+      o = av[0] * p;
     } else {
-      KOTML_OT_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        Lanes p, o;
-        std::memcpy(&p, prev + r * prev_stride + j, sizeof(p));
-        if constexpr (Assign) {
-          o = av[r] * p;
-        } else {
-          std::memcpy(&o, acc + r * acc_stride + j, sizeof(o));
-          o += av[r] * p;
-        }
-        std::memcpy(acc + r * acc_stride + j, &o, sizeof(o));
-      }
+      std::memcpy(&o, acc + j, sizeof(o));
+      o += av[0] * p;
     }
+    KOTML_OT_UNROLL
+    for (int r = 1; r < 4; ++r) {
+      std::memcpy(&p, prev + r * prev_stride + j, sizeof(p));
+      o += av[r] * p;
+    }
+    std::memcpy(acc + j, &o, sizeof(o));
   }
   for (std::int64_t j = full; j < m; ++j)
     for (int r = 0; r < 4; ++r) {
-      T& o = acc[(Chain ? 0 : r * acc_stride) + j];
       const T p = prev[r * prev_stride + j];
-      o = Assign && (r == 0 || !Chain) ? a[r] * p : o + a[r] * p;
+      acc[j] = Assign && r == 0 ? alpha[r] * p : acc[j] + alpha[r] * p;
     }
   if constexpr (Dots) finish_rows_4<T, W>(sums, next, next_stride, w, w_stride, full, m, out);
 }
@@ -163,32 +165,65 @@ __attribute__((always_inline)) inline void dot_rows_then_axpy_4(
 template <class T, int W>
 __attribute__((always_inline)) inline void dot_rows_axpy_4(const T* next, std::int64_t next_stride, const T* w,
                                                            std::int64_t w_stride, T* out, const T* prev,
-                                                           std::int64_t prev_stride, const T* alpha,
-                                                           std::int64_t alpha_stride, T* acc, std::int64_t acc_stride,
+                                                           std::int64_t prev_stride, const T* alpha, T* acc,
                                                            bool assign, std::int64_t m) {
   if (prev == nullptr) {
     if (next != nullptr) dot_lanes_4<T, W>(next, next_stride, w, w_stride, m, out);
     return;
   }
-#define KOTML_OT_DOT_AXPY(D, C, A)                                                                              \
-  return dot_rows_then_axpy_4<T, W, D, C, A>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,    \
-                                             alpha_stride, acc, acc_stride, m)
-  const bool dots = next != nullptr, chain = acc_stride == 0;
-  if (dots) {
-    if (chain) {
-      if (assign) KOTML_OT_DOT_AXPY(true, true, true);
-      KOTML_OT_DOT_AXPY(true, true, false);
-    }
-    if (assign) KOTML_OT_DOT_AXPY(true, false, true);
-    KOTML_OT_DOT_AXPY(true, false, false);
+#define KOTML_OT_DOT_AXPY(D, A)                                                                                 \
+  return dot_rows_then_axpy_4<T, W, D, A>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha, acc, m)
+  if (next != nullptr) {
+    if (assign) KOTML_OT_DOT_AXPY(true, true);
+    KOTML_OT_DOT_AXPY(true, false);
   }
-  if (chain) {
-    if (assign) KOTML_OT_DOT_AXPY(false, true, true);
-    KOTML_OT_DOT_AXPY(false, true, false);
-  }
-  if (assign) KOTML_OT_DOT_AXPY(false, false, true);
-  KOTML_OT_DOT_AXPY(false, false, false);
+  if (assign) KOTML_OT_DOT_AXPY(false, true);
+  KOTML_OT_DOT_AXPY(false, false);
 #undef KOTML_OT_DOT_AXPY
+}
+
+/// tile_rows_axpy_4 with its modes fixed: per column tile J (its row r at
+/// J·tile_stride + r·width), the four next rows' dot products added to their
+/// totals in tile order, and the four prev rows into acc + J·width in row
+/// order.
+template <class T, int W, bool Dots, bool Axpy, bool Assign>
+__attribute__((always_inline)) inline void tile_rows_axpy_4_modes(const T* next, const T* prev,
+                                                                  std::int64_t tile_stride, std::int64_t width,
+                                                                  std::int64_t tiles, const T* w, const T* alpha,
+                                                                  T* acc, double* totals) {
+  for (std::int64_t J = 0; J < tiles; ++J) {
+    T parts[4];
+    const std::int64_t at = J * tile_stride;
+    if constexpr (Axpy)
+      dot_rows_then_axpy_4<T, W, Dots, Assign>(next + at, width, w + J * width, 0, parts, prev + at, width, alpha,
+                                               acc + J * width, width);
+    else
+      dot_lanes_4<T, W>(next + at, width, w + J * width, 0, width, parts);
+    if constexpr (Dots)
+      for (int r = 0; r < 4; ++r) totals[r] += static_cast<double>(parts[r]);
+  }
+}
+
+template <class T, int W>
+__attribute__((always_inline)) inline void tile_rows_axpy_4(const T* next, const T* prev, std::int64_t tile_stride,
+                                                            std::int64_t width, std::int64_t tiles, const T* w,
+                                                            const T* alpha, T* acc, bool assign, double* totals) {
+  if (prev == nullptr) {
+    if (next != nullptr)
+      tile_rows_axpy_4_modes<T, W, true, false, false>(next, prev, tile_stride, width, tiles, w, alpha, acc, totals);
+    return;
+  }
+  if (next != nullptr) {
+    if (assign)
+      return tile_rows_axpy_4_modes<T, W, true, true, true>(next, prev, tile_stride, width, tiles, w, alpha, acc,
+                                                            totals);
+    return tile_rows_axpy_4_modes<T, W, true, true, false>(next, prev, tile_stride, width, tiles, w, alpha, acc,
+                                                           totals);
+  }
+  if (assign)
+    return tile_rows_axpy_4_modes<T, W, false, true, true>(next, prev, tile_stride, width, tiles, w, alpha, acc,
+                                                           totals);
+  tile_rows_axpy_4_modes<T, W, false, true, false>(next, prev, tile_stride, width, tiles, w, alpha, acc, totals);
 }
 
 template <class T>
@@ -336,15 +371,25 @@ KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
 #define KOTML_OT_DOT_ROWS_AXPY(T, W)                                                                          \
   KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,                                                     \
                         (const T* next, std::int64_t next_stride, const T* w, std::int64_t w_stride, T* out,  \
-                         const T* prev, std::int64_t prev_stride, const T* alpha, std::int64_t alpha_stride,  \
-                         T* acc, std::int64_t acc_stride, bool assign, std::int64_t m),                       \
-                        (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, alpha_stride, acc,    \
-                         acc_stride, assign, m),                                                              \
+                         const T* prev, std::int64_t prev_stride, const T* alpha, T* acc, bool assign,        \
+                         std::int64_t m),                                                                     \
+                        (next, next_stride, w, w_stride, out, prev, prev_stride, alpha, acc, assign, m),      \
                         dot_rows_axpy_4<T, W>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha,  \
-                                              alpha_stride, acc, acc_stride, assign, m))
+                                              acc, assign, m))
 KOTML_OT_DOT_ROWS_AXPY(double, 8)
 KOTML_OT_DOT_ROWS_AXPY(float, 16)
 #undef KOTML_OT_DOT_ROWS_AXPY
+
+#define KOTML_OT_TILE_ROWS_AXPY(T, W)                                                                         \
+  KOTML_SIMD_DISPATCHED(void, scaling_tile_rows_axpy_host,                                                    \
+                        (const T* next, const T* prev, std::int64_t tile_stride, std::int64_t width,          \
+                         std::int64_t tiles, const T* w, const T* alpha, T* acc, bool assign, double* totals), \
+                        (next, prev, tile_stride, width, tiles, w, alpha, acc, assign, totals),               \
+                        tile_rows_axpy_4<T, W>(next, prev, tile_stride, width, tiles, w, alpha, acc, assign,  \
+                                               totals))
+KOTML_OT_TILE_ROWS_AXPY(double, 8)
+KOTML_OT_TILE_ROWS_AXPY(float, 16)
+#undef KOTML_OT_TILE_ROWS_AXPY
 
 KOTML_SIMD_DISPATCHED(void, scaling_axpy_host,
                       (const double* k, std::int64_t m, double alpha, double* acc, bool assign),

@@ -41,18 +41,30 @@ void scaling_dot_rows_host(const float* k, std::int64_t k_stride, const float* w
 /// In one sweep over m columns: out_r = scaling_dot_host(next + r·next_stride,
 /// w + r·w_stride, m) for r < scaling_stream_rows (nothing when next is null),
 /// and, when prev is not null, row r of prev (prev + r·prev_stride) times
-/// alpha[r·alpha_stride] into acc + r·acc_stride, rows in order, the first
-/// update of each acc assigning when `assign`; acc_stride 0 puts all four
-/// rows into one acc. The bits of the dot products and of a loop of
-/// scaling_axpy_host; prev's rows come from cache while next's are read.
+/// alpha[r] into acc, rows in order, the first assigning when `assign`: the
+/// bits of the dot products and of a loop of scaling_axpy_host. The batch
+/// solver's block: prev's rows come from cache while next's are read.
 void scaling_dot_rows_axpy_host(const double* next, std::int64_t next_stride, const double* w,
                                 std::int64_t w_stride, double* out, const double* prev, std::int64_t prev_stride,
-                                const double* alpha, std::int64_t alpha_stride, double* acc,
-                                std::int64_t acc_stride, bool assign, std::int64_t m);
+                                const double* alpha, double* acc, bool assign, std::int64_t m);
 void scaling_dot_rows_axpy_host(const float* next, std::int64_t next_stride, const float* w, std::int64_t w_stride,
                                 float* out, const float* prev, std::int64_t prev_stride, const float* alpha,
-                                std::int64_t alpha_stride, float* acc, std::int64_t acc_stride, bool assign,
-                                std::int64_t m);
+                                float* acc, bool assign, std::int64_t m);
+/// Rows r < scaling_stream_rows of a row tile across `tiles` column tiles,
+/// tile J's row r at J·tile_stride + r·width (width entries; rows of a tile
+/// are contiguous, so the four rows are one run per tile), in one pass over
+/// the tiles: when next is set, totals[r] += (double)scaling_dot_host(row r of
+/// next's tile J, w + J·width, width), tiles in order; when prev is set, its
+/// row r times alpha[r] into acc + J·width, rows in order, the first assigning
+/// when `assign` (the bits of a loop of scaling_axpy_host). The tiled joint
+/// pass: next's rows stream from memory while prev's, the four before, come
+/// from cache, and each tile's w and acc serve four rows.
+void scaling_tile_rows_axpy_host(const double* next, const double* prev, std::int64_t tile_stride,
+                                 std::int64_t width, std::int64_t tiles, const double* w, const double* alpha,
+                                 double* acc, bool assign, double* totals);
+void scaling_tile_rows_axpy_host(const float* next, const float* prev, std::int64_t tile_stride, std::int64_t width,
+                                 std::int64_t tiles, const float* w, const float* alpha, float* acc, bool assign,
+                                 double* totals);
 /// top_k = max(top_k, alpha_i·k_ik) over a tile's rows, in row order.
 void scaling_column_max_host(const double* tile, std::int64_t ld, std::int64_t rows, std::int64_t width,
                              const double* alpha, double* top);

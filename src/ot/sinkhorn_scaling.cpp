@@ -145,15 +145,15 @@ struct ScalingArrays {
       T pending_alpha[scaling_stream_rows];
       for (; i + scaling_stream_rows <= last; i += scaling_stream_rows) {
         T s[scaling_stream_rows];
-        scaling_dot_rows_axpy_host(k + i * m, m, w, 0, s, pending, m, pending_alpha, 1, acc, 0,
-                                   pending == k + first * m, m);
+        scaling_dot_rows_axpy_host(k + i * m, m, w, 0, s, pending, m, pending_alpha, acc, pending == k + first * m,
+                                   m);
         for (int t = 0; t < scaling_stream_rows; ++t)
           pending_alpha[t] = finish_row(row_begin(slot) + i + t, s[t], check);
         pending = k + i * m;
       }
       if (pending != nullptr)
         scaling_dot_rows_axpy_host(static_cast<const T*>(nullptr), m, w, 0, static_cast<T*>(nullptr), pending, m,
-                                   pending_alpha, 1, acc, 0, pending == k + first * m, m);
+                                   pending_alpha, acc, pending == k + first * m, m);
     }
     for (; i < last; ++i) {
       const T s = scaling_dot_host(k + i * m, w, m);

@@ -316,9 +316,9 @@ struct ScalingColumnSweep {
 ///      (JointSlots; as ScalingColumnSweep's sum mode, per row tile in the same
 ///      order).
 /// Step 3 reads the row tile's K̃ again. The device reads it whole after
-/// step 2; the host (row_tile_host) takes the row tile in bands of rows and
-/// adds each band into the column sums in the sweep that reads the next, so
-/// that the second read comes from L2. The host checks R and the column
+/// step 2; the host (row_tile_host) takes the row tile four rows at a time
+/// and adds each group into the column sums in the sweep that reads the next,
+/// so that the second read comes from cache. The host checks R and the column
 /// totals afterwards, as after the two sweeps.
 template <class T>
 struct ScalingJointSweep {
@@ -334,7 +334,7 @@ struct ScalingJointSweep {
   JointSlots slots;
 
   /// The device: four tiles' column sums. The host: the column sums of a
-  /// whole row tile (every column), added band by band.
+  /// whole row tile (every column), added four rows at a time.
   std::size_t scratch_bytes() const {
 #ifdef KOTML_DEVICE_PASS
     const std::int64_t acc_entries = scaling_stream_rows * tile_cols;
@@ -419,50 +419,43 @@ struct ScalingJointSweep {
     for (std::int64_t J = costs.col_tiles; J > 0; --J) column_tile(team, I, J - 1, rows, a, acc, limbs);
   }
 #else
-  /// How many rows of a row tile the host reads per band: about 512 KiB of
-  /// K̃, so that a band read for its row sums is still in L2 when it is
-  /// added to the column sums (any count gives the same bits).
-  std::int64_t band_rows() const {
-    const std::int64_t row_bytes = row_part.costs.col_tiles * tile_cols * static_cast<std::int64_t>(sizeof(T));
-    const std::int64_t rows = (std::int64_t(512) << 10) / row_bytes;
-    return rows < 1 ? 1 : (rows > tile_rows ? tile_rows : rows);
-  }
-
-  /// The host's row tile I (one thread per team: Serial, OpenMP). Sweep s
-  /// reads band s of rows for their sums (scaling_stream_rows full column
-  /// tiles at once, one stream each) and, from cache, adds band s − 1 (whose
-  /// α the end of sweep s − 1 made) into acc, the row tile's column sums;
-  /// the deposits follow the last sweep. Per row the column tiles are added
-  /// in order and per column the rows in order, the first assigning: the bits
-  /// of ScalingRowSweep and of scaled_column_sums.
+  /// The host's row tile I (one thread per team: Serial, OpenMP), in groups
+  /// of scaling_stream_rows rows. Sweep g reads group g's rows for their sums
+  /// and, from cache, adds group g − 1 (whose α the end of sweep g − 1 made)
+  /// into acc, the row tile's column sums; the deposits follow the last sweep.
+  /// Within a tile a group's rows are one contiguous run (1 KiB per row in
+  /// fp32), and the group before is the run just read. Per row the column
+  /// tiles are added in order and per column the rows in order, the first
+  /// assigning: the bits of ScalingRowSweep and of scaled_column_sums.
   void row_tile_host(const TileMember& team, std::int64_t I, double* total, T* acc, std::int64_t* limbs) const {
+    constexpr std::int64_t group = scaling_stream_rows;
     const TileCostData<T>& costs = row_part.costs;
-    const std::int64_t rows = costs.rows_in(I), band = band_rows(), bands = (rows + band - 1) / band;
-    const std::int64_t grouped = costs.cols / tile_cols / scaling_stream_rows * scaling_stream_rows;
-    const T* kernel = row_part.kernel.data();
+    const std::int64_t rows = costs.rows_in(I), groups = (rows + group - 1) / group;
+    const std::int64_t full = costs.cols / tile_cols;  // full-width column tiles, before the last partial one
+    const T* tiles = row_part.kernel.data() + tile_offset(costs, I, 0);
     const T* beta = row_part.beta.data();
     const T* a = alpha.data() + I * tile_rows;
     for (std::int64_t i = 0; i < rows; ++i) total[i] = 0;
     for (std::int64_t i = rows; i < tile_rows; ++i) alpha(I * tile_rows + i) = T(0);
-    for (std::int64_t s = 0; s <= bands; ++s) {
-      const std::int64_t read0 = s * band, read1 = s < bands ? (read0 + band < rows ? read0 + band : rows) : read0;
-      const std::int64_t add0 = (s - 1) * band, add1 = s > 0 ? (add0 + band < rows ? add0 + band : rows) : add0;
-      const std::int64_t count = read1 - read0 > add1 - add0 ? read1 - read0 : add1 - add0;
-      for (std::int64_t J = 0; J < grouped; J += scaling_stream_rows) {
-        const T* tile = kernel + tile_offset(costs, I, J);
-        for (std::int64_t q = 0; q < count; ++q) {
-          const std::int64_t i = read0 + q, p = add0 + q;
-          const bool reads = i < read1, adds = p < add1;
-          T parts[scaling_stream_rows];
-          scaling_dot_rows_axpy_host(reads ? tile + i * tile_cols : nullptr, tile_entries, beta + J * tile_cols,
-                                     tile_cols, parts, adds ? tile + p * tile_cols : nullptr, tile_entries, a + p, 0,
-                                     acc + J * tile_cols, tile_cols, p == 0, tile_cols);
-          if (reads)
-            for (int t = 0; t < scaling_stream_rows; ++t) total[i] += static_cast<double>(parts[t]);
+    for (std::int64_t g = 0; g <= groups; ++g) {
+      const std::int64_t read0 = g * group, read1 = g < groups ? (read0 + group < rows ? read0 + group : rows) : read0;
+      const std::int64_t add0 = (g - 1) * group, add1 = g > 0 ? (read0 < rows ? read0 : rows) : add0;
+      const bool reads = read1 > read0, adds = add1 > add0;
+      if ((!reads || read1 - read0 == group) && (!adds || add1 - add0 == group)) {
+        scaling_tile_rows_axpy_host(reads ? tiles + read0 * tile_cols : nullptr, adds ? tiles + add0 * tile_cols : nullptr,
+                                    tile_entries, tile_cols, full, beta, adds ? a + add0 : a, acc, add0 == 0,
+                                    reads ? total + read0 : total);
+      } else {  // the row tile's last, partial group (and the sweep after it)
+        for (std::int64_t J = 0; J < full; ++J) {
+          const T* tile = tiles + J * tile_entries;
+          for (std::int64_t i = read0; i < read1; ++i)
+            total[i] += static_cast<double>(scaling_dot_host(tile + i * tile_cols, beta + J * tile_cols, tile_cols));
+          for (std::int64_t p = add0; p < add1; ++p)
+            scaling_axpy_host(tile + p * tile_cols, tile_cols, a[p], acc + J * tile_cols, p == 0);
         }
       }
-      for (std::int64_t J = grouped; J < costs.col_tiles; ++J) {  // the tiles past the groups, in order
-        const T* tile = kernel + tile_offset(costs, I, J);
+      for (std::int64_t J = full; J < costs.col_tiles; ++J) {  // the partial last tile, in order after the others
+        const T* tile = tiles + J * tile_entries;
         const std::int64_t width = costs.cols_in(J);
         for (std::int64_t i = read0; i < read1; ++i)
           total[i] += static_cast<double>(scaling_dot_host(tile + i * tile_cols, beta + J * tile_cols, width));

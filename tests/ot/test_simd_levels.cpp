@@ -180,8 +180,7 @@ TEST(SimdLevels, ScalingColumnMaximaMatchTheColumnByColumnLoop) {
 
 /// scaling_dot_rows_axpy_host against scaling_dot_host and a loop of
 /// scaling_axpy_host: with and without dot products, the four rows into one
-/// acc (the batch solver's blocks, α per row, one of them −0) or each into its
-/// own (the tiled pass, one α, positive or −0), assigning or adding.
+/// acc (α per row, one of them −0), assigning or adding.
 template <class T>
 void dot_rows_axpy_against_one_row_forms(const std::vector<T>& next, std::int64_t next_stride,
                                          const std::vector<T>& w, const std::vector<T>& prev,
@@ -189,29 +188,136 @@ void dot_rows_axpy_against_one_row_forms(const std::vector<T>& next, std::int64_
                                          Outputs& out) {
   const T alpha[4] = {alphas[0], -T(0), alphas[2], alphas[4]};
   for (const bool dots : {true, false})
-    for (const int mode : {0, 1, 2})  // chain; one α each; one α of −0 each
-      for (const bool assign : {true, false}) {
-        const bool chain = mode == 0;
-        const T* a = alpha + (mode == 2 ? 1 : 0);
-        const std::int64_t acc_stride = chain ? 0 : m + 5, alpha_stride = chain ? 1 : 0;
-        std::vector<T> got(static_cast<std::size_t>(4 * (m + 5)), T(3)), ref = got;
-        T sums[4] = {T(-1), T(-1), T(-1), T(-1)};
-        ot::detail::scaling_dot_rows_axpy_host(dots ? next.data() : nullptr, next_stride, w.data(), 0,
-                                               dots ? sums : nullptr, prev.data(), prev_stride, a, alpha_stride,
-                                               got.data(), acc_stride, assign, m);
-        for (int r = 0; r < 4; ++r) {
-          ot::detail::scaling_axpy_host(prev.data() + r * prev_stride, m, a[r * alpha_stride],
-                                        ref.data() + r * acc_stride, assign && (r == 0 || !chain));
-          const T dot = dots ? ot::detail::scaling_dot_host(next.data() + r * next_stride, w.data(), m) : T(-1);
-          EXPECT_EQ(0, std::memcmp(&sums[r], &dot, sizeof(T)))
-              << "dot of row " << r << " beside the axpy, m = " << m << " at " << simd::name(simd::active());
-        }
-        EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
-            << "axpy beside the dots (dots " << dots << ", mode " << mode << ", assign " << assign
-            << "), m = " << m << " at " << simd::name(simd::active());
-        append(out, got);
-        append(out, std::vector<T>(sums, sums + 4));
+    for (const bool assign : {true, false}) {
+      std::vector<T> got(static_cast<std::size_t>(m + 5), T(3)), ref = got;
+      T sums[4] = {T(-1), T(-1), T(-1), T(-1)};
+      ot::detail::scaling_dot_rows_axpy_host(dots ? next.data() : nullptr, next_stride, w.data(), 0,
+                                             dots ? sums : nullptr, prev.data(), prev_stride, alpha, got.data(),
+                                             assign, m);
+      for (int r = 0; r < 4; ++r) {
+        ot::detail::scaling_axpy_host(prev.data() + r * prev_stride, m, alpha[r], ref.data(), assign && r == 0);
+        const T dot = dots ? ot::detail::scaling_dot_host(next.data() + r * next_stride, w.data(), m) : T(-1);
+        EXPECT_EQ(0, std::memcmp(&sums[r], &dot, sizeof(T)))
+            << "dot of row " << r << " beside the axpy, m = " << m << " at " << simd::name(simd::active());
       }
+      EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
+          << "axpy beside the dots (dots " << dots << ", assign " << assign << "), m = " << m << " at "
+          << simd::name(simd::active());
+      append(out, got);
+      append(out, std::vector<T>(sums, sums + 4));
+    }
+}
+
+/// scaling_tile_rows_axpy_host against its one-row forms: per tile, each row's
+/// scaling_dot_host added to its total in tile order, and a loop of
+/// scaling_axpy_host into the tile's acc, rows in order; with and without
+/// dot products or axpys, assigning or adding, an α of −0, and a column of −0
+/// entries (it stays −0 only where the first row assigns).
+template <class T>
+Outputs tile_rows_at_this_level() {
+  Outputs out;
+  for (const std::int64_t width : {std::int64_t(16), std::int64_t(45), std::int64_t(256)}) {
+    const std::int64_t tiles = 3, rows = 8, tile_stride = rows * width + 7;
+    auto k = uniform<T>(static_cast<std::size_t>(tiles * tile_stride), -1, 2, 130 + static_cast<std::uint64_t>(width));
+    const auto w = uniform<T>(static_cast<std::size_t>(tiles * width), 0, 2, 131 + static_cast<std::uint64_t>(width));
+    for (std::int64_t J = 0; J < tiles; ++J)
+      for (std::int64_t r = 4; r < 8; ++r) k[static_cast<std::size_t>(J * tile_stride + r * width + 3)] = -T(0);
+    k[static_cast<std::size_t>(tile_stride + width + 5)] = std::numeric_limits<T>::infinity();
+    const T alpha[4] = {T(0.75), -T(0), T(1.5), T(0.25)};
+    const T* next = k.data();            // rows 0-3 of each tile
+    const T* prev = k.data() + 4 * width;  // rows 4-7
+    for (const int mode : {0, 1, 2})  // dots and axpys; dots only; axpys only
+      for (const bool assign : {true, false}) {
+        const bool dots = mode != 2, axpys = mode != 1;
+        std::vector<T> got(static_cast<std::size_t>(tiles * width), T(3)), ref = got;
+        double totals[4] = {0.5, -1, 2, 0}, expected[4] = {0.5, -1, 2, 0};
+        ot::detail::scaling_tile_rows_axpy_host(dots ? next : nullptr, axpys ? prev : nullptr, tile_stride, width,
+                                                tiles, w.data(), alpha, got.data(), assign, totals);
+        for (std::int64_t J = 0; J < tiles; ++J)
+          for (int r = 0; r < 4; ++r) {
+            const std::int64_t at = J * tile_stride + r * width;
+            if (dots)
+              expected[r] += static_cast<double>(ot::detail::scaling_dot_host(next + at, w.data() + J * width, width));
+            if (axpys)
+              ot::detail::scaling_axpy_host(prev + at, width, alpha[r], ref.data() + J * width, assign && r == 0);
+          }
+        EXPECT_EQ(0, std::memcmp(totals, expected, sizeof(totals)))
+            << "row totals (mode " << mode << ", assign " << assign << "), width " << width << " at "
+            << simd::name(simd::active());
+        EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(T)))
+            << "column sums (mode " << mode << ", assign " << assign << "), width " << width << " at "
+            << simd::name(simd::active());
+        append(out, got);
+        append(out, std::vector<double>(totals, totals + 4));
+      }
+  }
+  return out;
+}
+TEST(SimdLevels, TileRowKernelsHaveTheBitsOfTheirOneRowForms) {
+  for (const auto level : simd::all_levels) {
+    if (!simd::available(level)) continue;
+    simd::ScopedLevel at(level);
+    tile_rows_at_this_level<float>();
+    tile_rows_at_this_level<double>();
+  }
+  expect_same_bits_at_every_level("tile row kernels (float)", [] { return tile_rows_at_this_level<float>(); });
+  expect_same_bits_at_every_level("tile row kernels (double)", [] { return tile_rows_at_this_level<double>(); });
+}
+
+/// scaling_dot_host's documented sum, written out in scalars: W lanes from +0,
+/// lane l adding k_j·w_j for j ≡ l (mod W) in increasing j (a term past the
+/// last full vector, or +0 where there is none), then lane l += lane l + width
+/// for width W/2, …, 1.
+template <class T, int W>
+T documented_dot(const T* k, const T* w, std::int64_t m) {
+  T lane[W] = {};
+  const std::int64_t full = m - m % W;
+  for (std::int64_t j = 0; j < full; j += W)
+    for (int l = 0; l < W; ++l) lane[l] += k[j + l] * w[j + l];
+  for (int l = 0; l < W; ++l) lane[l] += full + l < m ? k[full + l] * w[full + l] : T(0);
+  for (int width = W / 2; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+/// Terms over sixteen binary orders of magnitude and of both signs, so that
+/// another grouping of the same sum changes its bits; −0 products, and a NaN
+/// and an ∞ in the longest rows.
+template <class T, int W>
+void check_documented_dots() {
+  for (const std::int64_t m : lengths) {
+    auto k = uniform<T>(static_cast<std::size_t>(m), -1, 1, 120 + static_cast<std::uint64_t>(m));
+    const auto w = uniform<T>(static_cast<std::size_t>(m), 0, 1, 121 + static_cast<std::uint64_t>(m));
+    for (std::int64_t j = 0; j < m; ++j) k[static_cast<std::size_t>(j)] *= static_cast<T>(std::ldexp(1.0, static_cast<int>(j * 7 % 17) - 8));
+    if (m >= 3) k[1] = -T(0);
+    if (m == 100) k[37] = std::numeric_limits<T>::infinity();
+    if (m == 1001) k[500] = std::numeric_limits<T>::quiet_NaN();
+    const T expected = documented_dot<T, W>(k.data(), w.data(), m);
+    for (const auto level : simd::all_levels) {
+      if (!simd::available(level)) continue;
+      simd::ScopedLevel at(level);
+      const T got = ot::detail::scaling_dot_host(k.data(), w.data(), m);
+      EXPECT_EQ(0, std::memcmp(&got, &expected, sizeof(T)))
+          << "m = " << m << " at " << simd::name(level) << ": " << got << " against " << expected;
+    }
+  }
+  // The test can fail: summed in the other order, some row's bits differ.
+  int reordered_differs = 0;
+  for (const std::int64_t m : {std::int64_t(64), std::int64_t(100), std::int64_t(1001)}) {
+    auto k = uniform<T>(static_cast<std::size_t>(m), -1, 1, 120 + static_cast<std::uint64_t>(m));
+    const auto w = uniform<T>(static_cast<std::size_t>(m), 0, 1, 121 + static_cast<std::uint64_t>(m));
+    for (std::int64_t j = 0; j < m; ++j) k[static_cast<std::size_t>(j)] *= static_cast<T>(std::ldexp(1.0, static_cast<int>(j * 7 % 17) - 8));
+    T forward = 0;
+    for (std::int64_t j = 0; j < m; ++j) forward += k[static_cast<std::size_t>(j)] * w[static_cast<std::size_t>(j)];
+    const T lanes = documented_dot<T, W>(k.data(), w.data(), m);
+    reordered_differs += std::memcmp(&forward, &lanes, sizeof(T)) != 0;
+  }
+  EXPECT_GT(reordered_differs, 0);
+}
+
+TEST(SimdLevels, ScalingDotProductsHaveTheirDocumentedLanesAndTree) {
+  check_documented_dots<float, 16>();
+  check_documented_dots<double, 8>();
 }
 
 /// The scaling domain's four-stream kernels against their one-row forms at
