@@ -37,7 +37,7 @@ using Lanes = typename LaneVector<T, W>::type;
 /// extractions before them: per 256-column tile of the tiled pass the scalar
 /// tree took a quarter of a model loop's time.
 template <class T, int W>
-__attribute__((always_inline)) inline T tree_lanes(Lanes<T, W> v) {
+__attribute__((always_inline)) inline T tree_lanes(const Lanes<T, W>& v) {
   if constexpr (W == 1) {
     return v[0];
   } else {
@@ -51,7 +51,7 @@ __attribute__((always_inline)) inline T tree_lanes(Lanes<T, W> v) {
 /// The end of a W-lane dot product: the terms past `full` into their lanes
 /// (+0 in the lanes with none, as a scalar lane loop adds it), then the tree.
 template <class T, int W>
-__attribute__((always_inline)) inline T finish_lanes(Lanes<T, W> lanes, const T* __restrict k,
+__attribute__((always_inline)) inline T finish_lanes(const Lanes<T, W>& lanes, const T* __restrict k,
                                                      const T* __restrict w, std::int64_t full, std::int64_t m) {
   Lanes<T, W> t = {};
   if (full < m) {  // a tile's rows have none: skip the lane-by-lane selects
