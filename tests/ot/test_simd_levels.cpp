@@ -253,15 +253,24 @@ Outputs tile_rows_at_this_level() {
   }
   return out;
 }
-TEST(SimdLevels, TileRowKernelsHaveTheBitsOfTheirOneRowForms) {
+/// Runs `work` (its own checks, on float and on double: work(T()) for each)
+/// at every available level, then compares each level's outputs with the
+/// baseline's.
+template <class Work>
+void check_at_each_level_then_bits(const std::string& what, const Work& work) {
   for (const auto level : simd::all_levels) {
     if (!simd::available(level)) continue;
     simd::ScopedLevel at(level);
-    tile_rows_at_this_level<float>();
-    tile_rows_at_this_level<double>();
+    work(float());
+    work(double());
   }
-  expect_same_bits_at_every_level("tile row kernels (float)", [] { return tile_rows_at_this_level<float>(); });
-  expect_same_bits_at_every_level("tile row kernels (double)", [] { return tile_rows_at_this_level<double>(); });
+  expect_same_bits_at_every_level(what + " (float)", [&] { return work(float()); });
+  expect_same_bits_at_every_level(what + " (double)", [&] { return work(double()); });
+}
+
+TEST(SimdLevels, TileRowKernelsHaveTheBitsOfTheirOneRowForms) {
+  check_at_each_level_then_bits("tile row kernels",
+                                [](auto zero) { return tile_rows_at_this_level<decltype(zero)>(); });
 }
 
 /// scaling_dot_host's documented sum, written out in scalars: W lanes from +0,
@@ -355,14 +364,8 @@ Outputs stream_kernels_at_this_level() {
   return out;
 }
 TEST(SimdLevels, StreamingScalingKernelsHaveTheBitsOfTheirOneRowForms) {
-  for (const auto level : simd::all_levels) {
-    if (!simd::available(level)) continue;
-    simd::ScopedLevel at(level);
-    stream_kernels_at_this_level<float>();
-    stream_kernels_at_this_level<double>();
-  }
-  expect_same_bits_at_every_level("streaming scaling kernels (float)", [] { return stream_kernels_at_this_level<float>(); });
-  expect_same_bits_at_every_level("streaming scaling kernels (double)", [] { return stream_kernels_at_this_level<double>(); });
+  check_at_each_level_then_bits("streaming scaling kernels",
+                                [](auto zero) { return stream_kernels_at_this_level<decltype(zero)>(); });
 }
 
 /// Values across every case of FixedPoint::split: magnitudes from far below
