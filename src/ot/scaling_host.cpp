@@ -194,9 +194,9 @@ __attribute__((always_inline)) inline void tile_rows_axpy_4_modes(const T* next,
   for (std::int64_t J = 0; J < tiles; ++J) {
     T parts[4];
     const std::int64_t at = J * tile_stride;
-    if constexpr (Axpy)
-      dot_rows_then_axpy_4<T, W, Dots, Assign>(next + at, width, w + J * width, 0, parts, prev + at, width, alpha,
-                                               acc + J * width, width);
+    if constexpr (Axpy)  // next is null without the dots: no offset from it
+      dot_rows_then_axpy_4<T, W, Dots, Assign>(Dots ? next + at : next, width, w + J * width, 0, parts, prev + at,
+                                               width, alpha, acc + J * width, width);
     else
       dot_lanes_4<T, W>(next + at, width, w + J * width, 0, width, parts);
     if constexpr (Dots)
