@@ -441,20 +441,15 @@ struct ScalingJointSweep {
       const std::int64_t read0 = g * group, read1 = g < groups ? (read0 + group < rows ? read0 + group : rows) : read0;
       const std::int64_t add0 = (g - 1) * group, add1 = g > 0 ? (read0 < rows ? read0 : rows) : add0;
       const bool reads = read1 > read0, adds = add1 > add0;
-      if ((!reads || read1 - read0 == group) && (!adds || add1 - add0 == group)) {
+      // Whole groups take the full-width tiles four rows at a time; the row
+      // tile's last, partial group (and the sweep after it) and the partial
+      // last column tile take the one-row forms, in tile order after them.
+      const bool whole = (!reads || read1 - read0 == group) && (!adds || add1 - add0 == group);
+      if (whole)
         scaling_tile_rows_axpy_host(reads ? tiles + read0 * tile_cols : nullptr, adds ? tiles + add0 * tile_cols : nullptr,
                                     tile_entries, tile_cols, full, beta, adds ? a + add0 : a, acc, add0 == 0,
                                     reads ? total + read0 : total);
-      } else {  // the row tile's last, partial group (and the sweep after it)
-        for (std::int64_t J = 0; J < full; ++J) {
-          const T* tile = tiles + J * tile_entries;
-          for (std::int64_t i = read0; i < read1; ++i)
-            total[i] += static_cast<double>(scaling_dot_host(tile + i * tile_cols, beta + J * tile_cols, tile_cols));
-          for (std::int64_t p = add0; p < add1; ++p)
-            scaling_axpy_host(tile + p * tile_cols, tile_cols, a[p], acc + J * tile_cols, p == 0);
-        }
-      }
-      for (std::int64_t J = full; J < costs.col_tiles; ++J) {  // the partial last tile, in order after the others
+      for (std::int64_t J = whole ? full : 0; J < costs.col_tiles; ++J) {
         const T* tile = tiles + J * tile_entries;
         const std::int64_t width = costs.cols_in(J);
         for (std::int64_t i = read0; i < read1; ++i)

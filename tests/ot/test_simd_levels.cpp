@@ -292,12 +292,19 @@ T documented_dot(const T* k, const T* w, std::int64_t m) {
 /// Terms over sixteen binary orders of magnitude and of both signs, so that
 /// another grouping of the same sum changes its bits; −0 products, and a NaN
 /// and an ∞ in the longest rows.
+template <class T>
+std::vector<T> spread_terms(std::int64_t m) {
+  auto k = uniform<T>(static_cast<std::size_t>(m), -1, 1, 120 + static_cast<std::uint64_t>(m));
+  for (std::int64_t j = 0; j < m; ++j)
+    k[static_cast<std::size_t>(j)] *= static_cast<T>(std::ldexp(1.0, static_cast<int>(j * 7 % 17) - 8));
+  return k;
+}
+
 template <class T, int W>
 void check_documented_dots() {
   for (const std::int64_t m : lengths) {
-    auto k = uniform<T>(static_cast<std::size_t>(m), -1, 1, 120 + static_cast<std::uint64_t>(m));
+    auto k = spread_terms<T>(m);
     const auto w = uniform<T>(static_cast<std::size_t>(m), 0, 1, 121 + static_cast<std::uint64_t>(m));
-    for (std::int64_t j = 0; j < m; ++j) k[static_cast<std::size_t>(j)] *= static_cast<T>(std::ldexp(1.0, static_cast<int>(j * 7 % 17) - 8));
     if (m >= 3) k[1] = -T(0);
     if (m == 100) k[37] = std::numeric_limits<T>::infinity();
     if (m == 1001) k[500] = std::numeric_limits<T>::quiet_NaN();
@@ -313,9 +320,8 @@ void check_documented_dots() {
   // The test can fail: summed in the other order, some row's bits differ.
   int reordered_differs = 0;
   for (const std::int64_t m : {std::int64_t(64), std::int64_t(100), std::int64_t(1001)}) {
-    auto k = uniform<T>(static_cast<std::size_t>(m), -1, 1, 120 + static_cast<std::uint64_t>(m));
+    const auto k = spread_terms<T>(m);
     const auto w = uniform<T>(static_cast<std::size_t>(m), 0, 1, 121 + static_cast<std::uint64_t>(m));
-    for (std::int64_t j = 0; j < m; ++j) k[static_cast<std::size_t>(j)] *= static_cast<T>(std::ldexp(1.0, static_cast<int>(j * 7 % 17) - 8));
     T forward = 0;
     for (std::int64_t j = 0; j < m; ++j) forward += k[static_cast<std::size_t>(j)] * w[static_cast<std::size_t>(j)];
     const T lanes = documented_dot<T, W>(k.data(), w.data(), m);
