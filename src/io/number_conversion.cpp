@@ -17,7 +17,9 @@ bool fits(const From v) {
     return true;
   } else if constexpr (std::is_integral_v<From>) {
     using Limits = std::numeric_limits<To>;
-    if constexpr (std::is_signed_v<From> == std::is_signed_v<To>)
+    if constexpr (std::is_unsigned_v<From> && std::is_unsigned_v<To>)  // no lower bound to check (nvcc warns)
+      return v <= Limits::max();
+    else if constexpr (std::is_signed_v<From> == std::is_signed_v<To>)
       return Limits::min() <= v && v <= Limits::max();
     else if constexpr (std::is_signed_v<From>)  // into unsigned
       return v >= 0 && static_cast<std::make_unsigned_t<From>>(v) <= Limits::max();
