@@ -82,13 +82,29 @@ __attribute__((always_inline)) inline T dot_lanes(const T* __restrict k, const T
 /// one stream.
 static_assert(scaling_stream_rows == 4, "dot_lanes_4 reads four rows");
 
-/// Columns [j, j + W) of four rows' dot products into their lanes.
+/// How far ahead of the four rows read from memory their cache lines are
+/// requested, in elements. The rows of a row-major kernel: 2 KiB further
+/// along each row. The hardware's prefetchers alone left the batch solver's
+/// row pass at about 70% of the read rate BM_ReadBandwidth measures (perf/RESULTS.md,
+/// "Software prefetch"). A hint only: no result depends on it.
+template <class T>
+constexpr std::int64_t row_prefetch_ahead = 2048 / static_cast<std::int64_t>(sizeof(T));
+/// The tiled joint pass reads each column tile's four rows as one short run
+/// (4 KiB in fp32) and then jumps to the next tile, a run the prefetchers
+/// cannot foresee: the same rows of the tile this many tiles on are requested.
+constexpr std::int64_t tile_prefetch_tiles = 1;
+
+/// Columns [j, j + W) of four rows' dot products into their lanes, with the
+/// line `ahead` elements further on in each row requested (ahead 0: none).
 template <class T, int W>
 __attribute__((always_inline)) inline void add_row_lanes_4(Lanes<T, W>* sums, const T* __restrict k,
                                                            std::int64_t k_stride, const T* __restrict w,
-                                                           std::int64_t w_stride, std::int64_t j) {
+                                                           std::int64_t w_stride, std::int64_t j,
+                                                           std::int64_t ahead) {
+  static_assert(W * sizeof(T) <= 64, "one request per cache line at most");
   KOTML_OT_UNROLL
   for (int r = 0; r < 4; ++r) {
+    if (ahead != 0) __builtin_prefetch(k + r * k_stride + j + ahead, 0, 3);
     Lanes<T, W> kv, wv;
     std::memcpy(&kv, k + r * k_stride + j, sizeof(kv));
     std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
@@ -107,10 +123,10 @@ __attribute__((always_inline)) inline void finish_rows_4(const Lanes<T, W>* sums
 template <class T, int W>
 __attribute__((always_inline)) inline void dot_lanes_4(const T* __restrict k, std::int64_t k_stride,
                                                        const T* __restrict w, std::int64_t w_stride, std::int64_t m,
-                                                       T* __restrict out) {
+                                                       T* __restrict out, std::int64_t ahead) {
   const std::int64_t full = m - m % W;
   Lanes<T, W> sums[4] = {};
-  for (std::int64_t j = 0; j < full; j += W) add_row_lanes_4<T, W>(sums, k, k_stride, w, w_stride, j);
+  for (std::int64_t j = 0; j < full; j += W) add_row_lanes_4<T, W>(sums, k, k_stride, w, w_stride, j, ahead);
   finish_rows_4<T, W>(sums, k, k_stride, w, w_stride, full, m, out);
 }
 
@@ -127,7 +143,7 @@ __attribute__((always_inline)) inline void dot_rows_then_axpy_4(const T* __restr
                                                                 const T* __restrict w, std::int64_t w_stride,
                                                                 T* __restrict out, const T* __restrict prev,
                                                                 std::int64_t prev_stride, const T* __restrict alpha,
-                                                                T* __restrict acc, std::int64_t m) {
+                                                                T* __restrict acc, std::int64_t m, std::int64_t ahead) {
   using Lanes = kotml::ot::detail::Lanes<T, W>;
   const std::int64_t full = m - m % W;
   Lanes sums[4] = {};
@@ -138,7 +154,7 @@ __attribute__((always_inline)) inline void dot_rows_then_axpy_4(const T* __restr
     std::memcpy(&av[r], fill, sizeof(fill));
   }
   for (std::int64_t j = 0; j < full; j += W) {
-    if constexpr (Dots) add_row_lanes_4<T, W>(sums, next, next_stride, w, w_stride, j);
+    if constexpr (Dots) add_row_lanes_4<T, W>(sums, next, next_stride, w, w_stride, j, ahead);
     Lanes p, o;
     std::memcpy(&p, prev + j, sizeof(p));
     if constexpr (Assign) {
@@ -168,11 +184,12 @@ __attribute__((always_inline)) inline void dot_rows_axpy_4(const T* next, std::i
                                                            std::int64_t prev_stride, const T* alpha, T* acc,
                                                            bool assign, std::int64_t m) {
   if (prev == nullptr) {
-    if (next != nullptr) dot_lanes_4<T, W>(next, next_stride, w, w_stride, m, out);
+    if (next != nullptr) dot_lanes_4<T, W>(next, next_stride, w, w_stride, m, out, row_prefetch_ahead<T>);
     return;
   }
-#define KOTML_OT_DOT_AXPY(D, A)                                                                                 \
-  return dot_rows_then_axpy_4<T, W, D, A>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha, acc, m)
+#define KOTML_OT_DOT_AXPY(D, A)                                                                             \
+  return dot_rows_then_axpy_4<T, W, D, A>(next, next_stride, w, w_stride, out, prev, prev_stride, alpha, acc, m, \
+                                          row_prefetch_ahead<T>)
   if (next != nullptr) {
     if (assign) KOTML_OT_DOT_AXPY(true, true);
     KOTML_OT_DOT_AXPY(true, false);
@@ -194,11 +211,14 @@ __attribute__((always_inline)) inline void tile_rows_axpy_4_modes(const T* next,
   for (std::int64_t J = 0; J < tiles; ++J) {
     T parts[4];
     const std::int64_t at = J * tile_stride;
+    // The look-ahead of the last tiles points past the row tile: a hint to
+    // lines that may not be read, never a load.
+    const std::int64_t ahead = tile_prefetch_tiles * tile_stride;
     if constexpr (Axpy)  // next is null without the dots: no offset from it
       dot_rows_then_axpy_4<T, W, Dots, Assign>(Dots ? next + at : next, width, w + J * width, 0, parts, prev + at,
-                                               width, alpha, acc + J * width, width);
+                                               width, alpha, acc + J * width, width, ahead);
     else
-      dot_lanes_4<T, W>(next + at, width, w + J * width, 0, width, parts);
+      dot_lanes_4<T, W>(next + at, width, w + J * width, 0, width, parts, ahead);
     if constexpr (Dots)
       for (int r = 0; r < 4; ++r) totals[r] += static_cast<double>(parts[r]);
   }
@@ -361,12 +381,12 @@ KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
                       (const double* k, std::int64_t k_stride, const double* w, std::int64_t w_stride, std::int64_t m,
                        double* out),
                       (k, k_stride, w, w_stride, m, out),
-                      dot_lanes_4<double, 8>(k, k_stride, w, w_stride, m, out))
+                      dot_lanes_4<double, 8>(k, k_stride, w, w_stride, m, out, row_prefetch_ahead<double>))
 KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_host,
                       (const float* k, std::int64_t k_stride, const float* w, std::int64_t w_stride, std::int64_t m,
                        float* out),
                       (k, k_stride, w, w_stride, m, out),
-                      dot_lanes_4<float, 16>(k, k_stride, w, w_stride, m, out))
+                      dot_lanes_4<float, 16>(k, k_stride, w, w_stride, m, out, row_prefetch_ahead<float>))
 
 #define KOTML_OT_DOT_ROWS_AXPY(T, W)                                                                          \
   KOTML_SIMD_DISPATCHED(void, scaling_dot_rows_axpy_host,                                                     \
