@@ -13,6 +13,7 @@
 
 #include "kotml/dist/fixed_point.hpp"
 
+#include "kotml/core/prefetch.hpp"
 #include "kotml/core/simd_levels.hpp"
 #include "kotml/ot/fast_exp.hpp"
 #include "scaling_host.hpp"
@@ -104,7 +105,7 @@ __attribute__((always_inline)) inline void add_row_lanes_4(Lanes<T, W>* sums, co
   static_assert(W * sizeof(T) <= 64, "one request per cache line at most");
   KOTML_OT_UNROLL
   for (int r = 0; r < 4; ++r) {
-    if (ahead != 0) __builtin_prefetch(k + r * k_stride + j + ahead, 0, 3);
+    if (ahead != 0) kotml::prefetch_line(k + r * k_stride + j + ahead);
     Lanes<T, W> kv, wv;
     std::memcpy(&kv, k + r * k_stride + j, sizeof(kv));
     std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
