@@ -178,19 +178,46 @@ BENCHMARK_TEMPLATE(BM_ExpThroughput, double)
     ->Unit(benchmark::kMillisecond);
 
 /// Block b of each of S equal parts of x, read together in 8-double steps:
-/// S sequential streams, each summed in its own 8 lanes.
+/// S sequential streams, each summed in its own 8 lanes. On the host it runs
+/// at the SIMD level of the kernels it bounds: built for the baseline, its one
+/// stream read 7-9 GB/s on an Intel guest that streams 12-13 GB/s to the same
+/// loop at x86-64-v4, a roofline below the machine (perf/RESULTS.md, "The read
+/// roofline at the kernels' SIMD level").
+template <int S>
+KOKKOS_FORCEINLINE_FUNCTION double stream_block_sum(const double* x, const std::int64_t part) {
+  double acc[S][8] = {};
+  for (int j = 0; j < 4096; j += 8)
+    for (int t = 0; t < S; ++t)
+      for (int l = 0; l < 8; ++l) acc[t][l] += x[t * part + j + l];
+  double s = 0;
+  for (int t = 0; t < S; ++t)
+    for (int l = 0; l < 8; ++l) s += acc[t][l];
+  return s;
+}
+KOTML_SIMD_DISPATCHED(double, stream_block_sum_1, (const double* x, std::int64_t part), (x, part),
+                      stream_block_sum<1>(x, part))
+KOTML_SIMD_DISPATCHED(double, stream_block_sum_4, (const double* x, std::int64_t part), (x, part),
+                      stream_block_sum<4>(x, part))
+KOTML_SIMD_DISPATCHED(double, stream_block_sum_8, (const double* x, std::int64_t part), (x, part),
+                      stream_block_sum<8>(x, part))
+
 template <int S>
 struct StreamSum {
+  static_assert(S == 1 || S == 4 || S == 8, "a stream count with a dispatched copy");
   Vector<const double> data;
   std::int64_t part = 0;
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t b, double& s) const {
-    double acc[S][8] = {};
     const double* x = data.data() + b * 4096;
-    for (int j = 0; j < 4096; j += 8)
-      for (int t = 0; t < S; ++t)
-        for (int l = 0; l < 8; ++l) acc[t][l] += x[t * part + j + l];
-    for (int t = 0; t < S; ++t)
-      for (int l = 0; l < 8; ++l) s += acc[t][l];
+#ifdef KOTML_DEVICE_PASS
+    s += stream_block_sum<S>(x, part);
+#else
+    if constexpr (S == 1)
+      s += stream_block_sum_1(x, part);
+    else if constexpr (S == 4)
+      s += stream_block_sum_4(x, part);
+    else
+      s += stream_block_sum_8(x, part);
+#endif
   }
 };
 
