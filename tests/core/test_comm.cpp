@@ -148,6 +148,44 @@ TEST(Comm, AlltoallvDeliversEachRanksShareInRankOrder) {
   EXPECT_THROW(comm.alltoallv(send, counts, received_counts), kotml::InternalError);
 }
 
+TEST(Comm, AlltoallvDeliversSparseSharesAndSkipsTheEmptyOnes) {
+  // Rank r sends r + 2 values only to rank (r + 1) mod p and, when r is odd, one
+  // value to itself; rank 0 sends nothing to rank 1 when p > 2 (rank p − 1 sends
+  // to 0). Empty shares are no messages, and the values still land in rank order.
+  Comm comm;
+  const int p = comm.size(), r = comm.rank();
+  const int next = (r + 1) % p;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(p), 0), send;
+  for (int t = 0; t < p; ++t) {
+    const bool to_next = t == next && !(r == 0 && p > 2);
+    const bool to_self = t == r && r % 2 == 1;
+    if (to_next) {
+      for (int k = 0; k < r + 2; ++k) send.push_back(1000 * r + k);
+      counts[static_cast<std::size_t>(t)] += r + 2;
+    }
+    if (to_self && !to_next) {
+      send.push_back(-r);
+      counts[static_cast<std::size_t>(t)] += 1;
+    }
+  }
+  std::vector<std::int64_t> received_counts;
+  const auto received = comm.alltoallv(send, counts, received_counts);
+  std::vector<std::int64_t> expected;
+  for (int from = 0; from < p; ++from) {
+    const bool from_prev = (from + 1) % p == r && !(from == 0 && p > 2);
+    const bool from_self = from == r && r % 2 == 1 && !from_prev;
+    std::int64_t count = 0;
+    if (from_prev)
+      for (int k = 0; k < from + 2; ++k, ++count) expected.push_back(1000 * from + k);
+    if (from_self) {
+      expected.push_back(-r);
+      ++count;
+    }
+    EXPECT_EQ(received_counts[static_cast<std::size_t>(from)], count) << "from rank " << from;
+  }
+  EXPECT_EQ(received, expected);
+}
+
 TEST(Comm, SumByIdIsIndependentOfOwnership) {
   // 10 units whose partials have very different magnitudes: the sum in id
   // order is the same bits whichever rank owns which unit.
