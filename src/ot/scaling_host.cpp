@@ -85,9 +85,10 @@ static_assert(scaling_stream_rows == 4, "dot_lanes_4 reads four rows");
 
 /// How far ahead of the four rows read from memory their cache lines are
 /// requested, in elements. The rows of a row-major kernel: 2 KiB further
-/// along each row. The hardware's prefetchers alone left the batch solver's
-/// row pass at about 70% of the read rate BM_ReadBandwidth measures (perf/RESULTS.md,
-/// "Software prefetch"). A hint only: no result depends on it.
+/// along each row. On a Zen 5 guest the hardware's prefetchers alone left the
+/// batch solver's row pass at about 70% of the read rate BM_ReadBandwidth
+/// measured (perf/RESULTS.md, "Software prefetch"). A hint only: no result
+/// depends on it.
 template <class T>
 constexpr std::int64_t row_prefetch_ahead = 2048 / static_cast<std::int64_t>(sizeof(T));
 /// The tiled joint pass reads each column tile's four rows as one short run
@@ -96,7 +97,7 @@ constexpr std::int64_t row_prefetch_ahead = 2048 / static_cast<std::int64_t>(siz
 constexpr std::int64_t tile_prefetch_tiles = 1;
 
 /// Columns [j, j + W) of four rows' dot products into their lanes, with the
-/// line `ahead` elements further on in each row requested (ahead 0: none).
+/// line `ahead` elements further on in each row requested.
 template <class T, int W>
 __attribute__((always_inline)) inline void add_row_lanes_4(Lanes<T, W>* sums, const T* __restrict k,
                                                            std::int64_t k_stride, const T* __restrict w,
@@ -105,7 +106,7 @@ __attribute__((always_inline)) inline void add_row_lanes_4(Lanes<T, W>* sums, co
   static_assert(W * sizeof(T) <= 64, "one request per cache line at most");
   KOTML_OT_UNROLL
   for (int r = 0; r < 4; ++r) {
-    if (ahead != 0) kotml::prefetch_line(k + r * k_stride + j + ahead);
+    kotml::prefetch_line(k + r * k_stride + j + ahead);
     Lanes<T, W> kv, wv;
     std::memcpy(&kv, k + r * k_stride + j, sizeof(kv));
     std::memcpy(&wv, w + r * w_stride + j, sizeof(wv));
@@ -209,12 +210,12 @@ __attribute__((always_inline)) inline void tile_rows_axpy_4_modes(const T* next,
                                                                   std::int64_t tile_stride, std::int64_t width,
                                                                   std::int64_t tiles, const T* w, const T* alpha,
                                                                   T* acc, double* totals) {
+  // The look-ahead of the last tiles points past the row tile: a hint to
+  // lines that may not be read, never a load.
+  const std::int64_t ahead = tile_prefetch_tiles * tile_stride;
   for (std::int64_t J = 0; J < tiles; ++J) {
     T parts[4];
     const std::int64_t at = J * tile_stride;
-    // The look-ahead of the last tiles points past the row tile: a hint to
-    // lines that may not be read, never a load.
-    const std::int64_t ahead = tile_prefetch_tiles * tile_stride;
     if constexpr (Axpy)  // next is null without the dots: no offset from it
       dot_rows_then_axpy_4<T, W, Dots, Assign>(Dots ? next + at : next, width, w + J * width, 0, parts, prev + at,
                                                width, alpha, acc + J * width, width, ahead);
