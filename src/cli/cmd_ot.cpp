@@ -32,6 +32,7 @@
 #include "kotml/ot/cost.hpp"
 #include "kotml/ot/network_simplex.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
+#include "kotml/core/progress.hpp"
 #include "options.hpp"
 #include "ot_input.hpp"
 #include "sinkhorn_options.hpp"
@@ -142,7 +143,7 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   timed.emplace("marginals");
   if (report.status == ot::SolveStatus::numerical_error)
     throw Error("", "sinkhorn", "the iterations produced non-finite potentials (epsilon " +
-                                    std::to_string(report.epsilon) +
+                                    log::number_text(report.epsilon) +
                                     " is too small for the costs, or the marginals cannot be matched); nothing written");
 
   // The plan's marginals, cost and mass from tiled passes.
@@ -221,8 +222,8 @@ int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot
   });
   if (report.status != ot::SolveStatus::optimal)
     log::warn("ot: Sinkhorn stopped after " + std::to_string(report.iterations) + " iterations at error " +
-              std::to_string(report.errors.empty() ? 0.0 : report.errors.back()) + " above --threshold " +
-              std::to_string(options.threshold) + " (raise --max-iter or --threshold); results are the last iterate");
+              log::number_text(report.errors.empty() ? 0.0 : report.errors.back()) + " above --threshold " +
+              log::number_text(options.threshold) + " (raise --max-iter or --threshold); results are the last iterate");
   timed.reset();
   if (comm.is_root()) log::out() << (pretty ? json_text(out, 2) : json_text(out)) << std::endl;
   return exit_ok;

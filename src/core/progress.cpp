@@ -64,6 +64,12 @@ std::string scientific_text(double value) {
   return text;
 }
 
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
 double iterations_to_threshold(double previous, double current, double step, double threshold) {
   if (!(current > 0 && previous > current && step > 0 && threshold > 0) || !std::isfinite(previous)) return -1.0;
   if (current <= threshold) return 0.0;

@@ -1,4 +1,5 @@
 #include "kotml/dist/exact_sum.hpp"
+#include "kotml/core/progress.hpp"
 
 #include <cmath>
 #include <string>
@@ -21,10 +22,10 @@ void ExactSum::clear() {
 
 void ExactSum::add(std::size_t index, double value) {
   if (!std::isfinite(value))
-    throw Error("", "", "non-finite value (" + std::to_string(value) +
+    throw Error("", "", "non-finite value (" + log::number_text(value) +
                             ") in a distributed sum: the computation diverged");
   if (!Fixed::deposit(&limbs_[index * limbs], value))
-    throw Error("", "", "value too large for a distributed sum: " + std::to_string(value));
+    throw Error("", "", "value too large for a distributed sum: " + log::number_text(value));
 }
 
 void ExactSum::add(const double* values) {

@@ -7,6 +7,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::learn {
 namespace {
@@ -41,7 +42,7 @@ void AdamOptions::validate() const {
     throw Error::option("beta1", "must be in [0, 1), got " + std::to_string(beta1));
   if (!(beta2 >= 0.0 && beta2 < 1.0))
     throw Error::option("beta2", "must be in [0, 1), got " + std::to_string(beta2));
-  if (!(eps > 0.0) || !std::isfinite(eps)) throw Error::option("adam-eps", "must be positive, got " + std::to_string(eps));
+  if (!(eps > 0.0) || !std::isfinite(eps)) throw Error::option("adam-eps", "must be positive, got " + log::number_text(eps));
 }
 
 Adam::Adam(AdamOptions options, std::size_t size) : options_(options), m_(size, 0.0), v_(size, 0.0) {}

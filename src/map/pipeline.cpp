@@ -18,6 +18,7 @@
 #include "kotml/dist/partition.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/map/features.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::map {
 namespace {
@@ -263,12 +264,12 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
   result.seconds_solve = seconds_since(start);
   if (result.report.status == ot::SolveStatus::numerical_error)
     throw Error("", "sinkhorn",
-                "the iterations produced non-finite potentials (epsilon " + std::to_string(result.report.epsilon) +
+                "the iterations produced non-finite potentials (epsilon " + log::number_text(result.report.epsilon) +
                     " is too small for the costs, or the marginals cannot be matched); nothing written");
   result.f = comm.allgatherv(solver.f());
   result.g = solver.g();
   log::info("map: Sinkhorn " + std::to_string(result.report.iterations) + " iterations, error " +
-            std::to_string(result.report.errors.empty() ? 0.0 : result.report.errors.back()) + ", " +
+            log::number_text(result.report.errors.empty() ? 0.0 : result.report.errors.back()) + ", " +
             std::to_string(result.seconds_solve) + " s");
 
   timed.reset();

@@ -4,14 +4,15 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::ot {
 
 void PointCost::validate() const {
   if (!std::isfinite(feature_weight) || feature_weight < 0)
-    throw Error::option("feature-weight", "must be finite and non-negative, got " + std::to_string(feature_weight));
+    throw Error::option("feature-weight", "must be finite and non-negative, got " + log::number_text(feature_weight));
   if (!std::isfinite(label.weight) || label.weight < 0)
-    throw Error::option("label-weight", "must be finite and non-negative, got " + std::to_string(label.weight));
+    throw Error::option("label-weight", "must be finite and non-negative, got " + log::number_text(label.weight));
   if (label.weight == 0) return;
   if (label.row_labels < 1 || label.col_labels < 1 ||
       static_cast<std::int64_t>(label.table.size()) != label.row_labels * label.col_labels)

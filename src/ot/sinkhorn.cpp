@@ -16,6 +16,7 @@
 #include "kotml/core/region.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
+#include "kotml/core/progress.hpp"
 #include "cost_rows.hpp"
 #include "sinkhorn_engine.hpp"
 
@@ -37,11 +38,11 @@ SinkhornDomain parse_sinkhorn_domain(const std::string& text, const char* option
 
 void SinkhornOptions::validate() const {
   if (!(epsilon > 0) || !std::isfinite(epsilon))
-    throw Error::option("epsilon", "must be positive and finite, got " + std::to_string(epsilon));
+    throw Error::option("epsilon", "must be positive and finite, got " + log::number_text(epsilon));
   if (!(tau_a > 0 && tau_a <= 1))
-    throw Error::option("tau-a", "must be in (0, 1], got " + std::to_string(tau_a));
+    throw Error::option("tau-a", "must be in (0, 1], got " + log::number_text(tau_a));
   if (!(tau_b > 0 && tau_b <= 1))
-    throw Error::option("tau-b", "must be in (0, 1], got " + std::to_string(tau_b));
+    throw Error::option("tau-b", "must be in (0, 1], got " + log::number_text(tau_b));
   if (max_iter < 1) throw Error::option("max-iter", "must be at least 1, got " + std::to_string(max_iter));
   if (!(tol >= 0)) throw Error::option("tol", "must be zero or positive, got " + std::to_string(tol));
   if (check_every < 1)

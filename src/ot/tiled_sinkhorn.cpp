@@ -65,20 +65,20 @@ DualUpdates parse_updates(const std::string& name, const std::string& option) {
 
 void TiledSinkhornOptions::validate() const {
   if (!(epsilon > 0) || !std::isfinite(epsilon))
-    throw Error::option("epsilon", "must be positive and finite, got " + std::to_string(epsilon));
-  if (!(tau_a > 0 && tau_a <= 1)) throw Error::option("tau-a", "must be in (0, 1], got " + std::to_string(tau_a));
-  if (!(tau_b > 0 && tau_b <= 1)) throw Error::option("tau-b", "must be in (0, 1], got " + std::to_string(tau_b));
+    throw Error::option("epsilon", "must be positive and finite, got " + log::number_text(epsilon));
+  if (!(tau_a > 0 && tau_a <= 1)) throw Error::option("tau-a", "must be in (0, 1], got " + log::number_text(tau_a));
+  if (!(tau_b > 0 && tau_b <= 1)) throw Error::option("tau-b", "must be in (0, 1], got " + log::number_text(tau_b));
   if (!(threshold >= 0) || !std::isfinite(threshold))
-    throw Error::option("threshold", "must be zero or positive, got " + std::to_string(threshold));
+    throw Error::option("threshold", "must be zero or positive, got " + log::number_text(threshold));
   if (inner_iterations < 1)
     throw Error::option("inner-iterations", "must be at least 1, got " + std::to_string(inner_iterations));
   if (max_iterations < 1)
     throw Error::option("max-iter", "must be at least 1, got " + std::to_string(max_iterations));
   if (!(epsilon_init >= 1) || !std::isfinite(epsilon_init))
     throw Error::option("epsilon-init", "must be at least 1 (a multiple of epsilon), got " +
-                                            std::to_string(epsilon_init));
+                                            log::number_text(epsilon_init));
   if (!(epsilon_decay > 0 && epsilon_decay <= 1))
-    throw Error::option("epsilon-decay", "must be in (0, 1], got " + std::to_string(epsilon_decay));
+    throw Error::option("epsilon-decay", "must be in (0, 1], got " + log::number_text(epsilon_decay));
   if (domain == SinkhornDomain::scaling && updates == DualUpdates::symmetric)
     throw Error::option("sinkhorn-domain",
                         "the scaling domain runs alternating updates; use --updates alternating or --sinkhorn-domain log");
@@ -1188,7 +1188,7 @@ struct TiledSinkhorn<T>::Impl {
       report.errors.push_back(err);
       progress_detail = "error " + log::scientific_text(err);
       if (log::verbose())
-        log::info("sinkhorn: iteration " + std::to_string(it + 1) + ", error " + std::to_string(err));
+        log::info("sinkhorn: iteration " + std::to_string(it + 1) + ", error " + log::number_text(err));
       if (!std::isfinite(err)) {
         report.status = SolveStatus::numerical_error;
         break;
@@ -1240,7 +1240,7 @@ struct TiledSinkhorn<T>::Impl {
     // ε, must stay far below 1 or the plan is noise. Refuse what T cannot resolve.
     const double resolution = std::is_same<T, float>::value ? 0x1p-17 : 0x1p-40;
     if (epsilon < cost_bound * resolution)
-      throw Error::option("epsilon", "the absolute epsilon " + std::to_string(epsilon) + " is below what " +
+      throw Error::option("epsilon", "the absolute epsilon " + log::number_text(epsilon) + " is below what " +
                                          (std::is_same<T, float>::value ? "float" : "double") +
                                          " precision resolves for costs up to " + std::to_string(cost_bound) +
                                          ": it must be at least " + std::to_string(cost_bound * resolution));

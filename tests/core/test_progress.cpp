@@ -63,6 +63,17 @@ TEST(Progress, LineHasCountRateEtaAndDetail) {
             "kotml: apsp 0/50 sources, 0:00 elapsed");
 }
 
+TEST(Progress, NumbersInMessagesKeepSmallValues) {
+  EXPECT_EQ(number_text(0.561583), "0.561583");
+  EXPECT_EQ(number_text(0.05), "0.05");
+  EXPECT_EQ(number_text(1e-9), "1e-09");
+  EXPECT_EQ(number_text(-3.25e-8), "-3.25e-08");
+  EXPECT_EQ(number_text(2000), "2000");
+  EXPECT_EQ(number_text(0), "0");
+  EXPECT_EQ(number_text(INFINITY), "inf");
+  EXPECT_NE(number_text(1e-9), number_text(0));
+}
+
 TEST(Progress, IterationsToThresholdFollowTheGeometricDecay) {
   // 1e-1 -> 1e-2 over 10 iterations: a decade per 10, so 1e-2 -> 1e-5 takes 30.
   EXPECT_NEAR(iterations_to_threshold(1e-1, 1e-2, 10, 1e-5), 30.0, 1e-9);

@@ -100,6 +100,11 @@ class ProgressContext {
 /// "3.21e-02": an error or a tolerance in a progress line.
 std::string scientific_text(double value);
 
+/// A number in a message, with six significant digits: "0.05", "1e-09",
+/// "-2.5e+12", "inf". std::to_string's six fixed decimals print a threshold
+/// of 1e-9 and an error of 3e-8 both as "0.000000".
+std::string number_text(double value);
+
 /// Iterations until an error that fell from `previous` to `current` over
 /// `step` iterations reaches `threshold`, if it keeps falling at that geometric
 /// rate; -1 when it did not fall. What a converging loop gives as its ETA.
