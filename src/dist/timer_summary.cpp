@@ -12,8 +12,12 @@ namespace {
 SecondsOverRanks over_ranks(const std::vector<double>& per_rank) {
   SecondsOverRanks s;
   if (per_rank.empty()) return s;
-  s.min = *std::min_element(per_rank.begin(), per_rank.end());
-  s.max = *std::max_element(per_rank.begin(), per_rank.end());
+  const auto fastest = std::min_element(per_rank.begin(), per_rank.end());  // the first of equals
+  s.min = *fastest;
+  s.min_rank = static_cast<int>(fastest - per_rank.begin());
+  const auto slowest = std::max_element(per_rank.begin(), per_rank.end());  // the first of equals
+  s.max = *slowest;
+  s.max_rank = static_cast<int>(slowest - per_rank.begin());
   double sum = 0;
   for (double v : per_rank) sum += v;  // rank order on every rank: the same mean everywhere
   s.mean = sum / static_cast<double>(per_rank.size());
@@ -33,7 +37,9 @@ std::vector<std::string> agreed_names(const Comm& comm, const std::vector<timers
   return names;
 }
 
-nlohmann::json seconds_json(const SecondsOverRanks& s) { return {{"min", s.min}, {"mean", s.mean}, {"max", s.max}}; }
+nlohmann::json seconds_json(const SecondsOverRanks& s) {
+  return {{"min", s.min}, {"mean", s.mean}, {"max", s.max}, {"min_rank", s.min_rank}, {"max_rank", s.max_rank}};
+}
 
 nlohmann::json row_json(const PhaseRow& row) {
   return {{"name", row.name},         {"depth", row.depth},     {"calls", row.calls},
@@ -104,13 +110,13 @@ std::string timer_table(const TimerSummary& summary, const std::string& command)
   std::ostringstream text;
   char line[200];
   text << "kotml " << command << ": time per phase over " << summary.ranks << " rank(s), seconds\n";
-  std::snprintf(line, sizeof line, "  %-28s %10s %10s %10s %7s %9s %7s", "phase", "min", "mean", "max", "%total",
-                "max/mean", "calls");
+  std::snprintf(line, sizeof line, "  %-28s %10s %10s %10s %7s %9s %7s %8s", "phase", "min", "mean", "max", "%total",
+                "max/mean", "calls", "max rank");
   text << line;
   auto add = [&](const PhaseRow& row, const std::string& label) {
-    std::snprintf(line, sizeof line, "\n  %-28s %10.4f %10.4f %10.4f %6.1f%% %9.2f %7lld", label.c_str(),
+    std::snprintf(line, sizeof line, "\n  %-28s %10.4f %10.4f %10.4f %6.1f%% %9.2f %7lld %8d", label.c_str(),
                   row.seconds.min, row.seconds.mean, row.seconds.max, 100.0 * row.share, row.imbalance,
-                  static_cast<long long>(row.calls));
+                  static_cast<long long>(row.calls), row.seconds.max_rank);
     text << line;
   };
   for (const auto& row : summary.phases) {
@@ -120,8 +126,8 @@ std::string timer_table(const TimerSummary& summary, const std::string& command)
                  (slash == std::string::npos ? row.name : row.name.substr(slash + 1)));
   }
   add(summary.other, "other");
-  std::snprintf(line, sizeof line, "\n  %-28s %10.4f %10.4f %10.4f %6.1f%%", "total", summary.total.min,
-                summary.total.mean, summary.total.max, 100.0);
+  std::snprintf(line, sizeof line, "\n  %-28s %10.4f %10.4f %10.4f %6.1f%% %9s %7s %8d", "total", summary.total.min,
+                summary.total.mean, summary.total.max, 100.0, "", "", summary.total.max_rank);
   text << line;
   return text.str();
 }

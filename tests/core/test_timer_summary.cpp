@@ -61,12 +61,16 @@ TEST(TimerSummary, PhasesAgreeAcrossRanksWithMinMeanMaxAndNesting) {
   if (comm.size() > 1) {
     EXPECT_GT(read.imbalance, 1.0);
   }
+  // The last rank slept longest, and alone ran "last rank only".
+  EXPECT_EQ(read.seconds.max_rank, comm.size() - 1);
+  EXPECT_EQ(read.seconds.min_rank, 0);
   // A nested phase is inside its parent.
   EXPECT_LE(row_named(s, "solve/sinkhorn").seconds.max, row_named(s, "solve").seconds.max);
   // Ranks that never ran a phase count 0 s for it.
   const auto& only = row_named(s, "last rank only");
   EXPECT_EQ(only.seconds.min, comm.size() > 1 ? 0.0 : only.seconds.max);
   EXPECT_GE(only.seconds.max, 0.005);
+  EXPECT_EQ(only.seconds.max_rank, comm.size() - 1);
 
   // The outermost phases and "other" make the total on every rank.
   double outermost_mean = s.other.seconds.mean;
@@ -81,6 +85,7 @@ TEST(TimerSummary, PhasesAgreeAcrossRanksWithMinMeanMaxAndNesting) {
   for (const auto& text : texts) EXPECT_EQ(text, texts[0]);
   EXPECT_EQ(json["phases"].size(), 4u);
   EXPECT_EQ(json["phases"][2]["name"], "solve/sinkhorn");
+  EXPECT_EQ(json["phases"][0]["seconds"]["max_rank"], comm.size() - 1);
   const std::string table = dist::timer_table(s, "test");
   EXPECT_EQ(table.rfind("kotml test: time per phase over " + std::to_string(comm.size()) + " rank(s)", 0), 0u);
   EXPECT_NE(table.find("\n    sinkhorn "), std::string::npos) << table;  // nested: indented, own name

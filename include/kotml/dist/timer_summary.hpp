@@ -1,7 +1,7 @@
 #pragma once
 // The phase timers of every rank (kotml/core/phase_timers.hpp) as one table:
 // min, mean and max seconds over ranks per phase, its share of the command's
-// total, and its load imbalance max/mean, laid out as LAMMPS' "MPI task timing
+// total, its load imbalance max/mean and the rank that took the max, laid out as LAMMPS' "MPI task timing
 // breakdown" and ArborX's TimeMonitor report them. Rank 0 prints it and the
 // CLI writes it as timers.json (schema: docs/schemas/timers.schema.json).
 //
@@ -22,6 +22,9 @@ namespace kotml::dist {
 
 struct SecondsOverRanks {
   double min = 0, mean = 0, max = 0;
+  // The ranks that took `min` and `max` (the lowest of equals). In a phase's
+  // nested agreement, min_rank arrived last: the rank the others waited for.
+  int min_rank = 0, max_rank = 0;
 };
 
 struct PhaseRow {
