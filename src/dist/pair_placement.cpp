@@ -50,6 +50,38 @@ PairPlacement::PairPlacement(const std::vector<std::int64_t>& sizes, int n_ranks
       add(i, o);
       add(j, o);
     }
+  place_homes(n_ranks);
+}
+
+void PairPlacement::place_homes(int n_ranks) {
+  // Each row block's items largest first (then by position), and the blocks
+  // taken in turn: block by block, the first blocks' items would fill the
+  // holders they share with later blocks, which then find them taken.
+  const auto n = static_cast<std::size_t>(items());
+  std::vector<std::vector<std::size_t>> by_block(static_cast<std::size_t>(rows_));
+  for (std::size_t i = 0; i < n; ++i) by_block[static_cast<std::size_t>(row_block_[i])].push_back(i);
+  std::size_t longest = 0;
+  for (auto& block : by_block) {
+    std::stable_sort(block.begin(), block.end(), [&](std::size_t x, std::size_t y) { return sizes_[x] > sizes_[y]; });
+    longest = std::max(longest, block.size());
+  }
+  std::vector<std::size_t> order;
+  for (std::size_t t = 0; t < longest; ++t)
+    for (const auto& block : by_block)
+      if (t < block.size()) order.push_back(block[t]);
+  std::vector<double> homed(static_cast<std::size_t>(n_ranks), 0.0);  // Σ size of each rank's homes
+  home_.assign(n, -1);
+  for (const std::size_t i : order) {
+    const auto& h = holders_[i];
+    if (h.empty()) continue;
+    int best = -1;
+    for (std::size_t q = 0; q < h.size(); ++q) {
+      const int rank = h[(i + q) % h.size()];
+      if (best < 0 || homed[static_cast<std::size_t>(rank)] < homed[static_cast<std::size_t>(best)]) best = rank;
+    }
+    home_[i] = best;
+    homed[static_cast<std::size_t>(best)] += static_cast<double>(sizes_[i]);
+  }
 }
 
 int PairPlacement::owner(std::int64_t i, std::int64_t j) const {
@@ -72,11 +104,7 @@ std::vector<std::int64_t> PairPlacement::held_by(int rank) const {
   return held;
 }
 
-int PairPlacement::home(std::int64_t i) const {
-  const auto& h = holders_[static_cast<std::size_t>(i)];
-  if (h.empty()) return -1;
-  return h[static_cast<std::size_t>(i) % h.size()];
-}
+int PairPlacement::home(std::int64_t i) const { return home_[static_cast<std::size_t>(i)]; }
 
 double PairPlacement::load(int rank) const {
   double sum = 0.0;

@@ -107,3 +107,32 @@ TEST(PairPlacement, HeldCellsFallAsTwoOverRootPAndLoadStaysBalanced) {
     EXPECT_LE(largest_load, 1.15 * total / ranks) << ranks << " ranks";
   }
 }
+
+// The ranks wait at each step for the busiest home (H's sums and the donor's
+// gradient), so the homes' Σ size stays near an even share.
+TEST(PairPlacement, HomesAreHoldersAndBalancedBySize) {
+  for (const auto& [n, ranks] : std::vector<std::pair<int, int>>{{200, 1024}, {200, 256}, {200, 64}, {200, 16},
+                                                                  {23, 7}, {400, 36}, {60, 1024}}) {
+    const std::vector<std::int64_t> equal(static_cast<std::size_t>(n), 50);
+    for (const auto& sizes : {equal, varied_sizes(n)}) {
+      const PairPlacement placement(sizes, ranks, false);
+      std::vector<double> homed(static_cast<std::size_t>(ranks), 0.0);
+      double total = 0.0, largest = 0.0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const int h = placement.home(i);
+        ASSERT_GE(h, 0);
+        EXPECT_TRUE(placement.holds(h, i));
+        homed[static_cast<std::size_t>(h)] += static_cast<double>(sizes[static_cast<std::size_t>(i)]);
+        total += static_cast<double>(sizes[static_cast<std::size_t>(i)]);
+        largest = std::max(largest, static_cast<double>(sizes[static_cast<std::size_t>(i)]));
+      }
+      const double busiest = *std::max_element(homed.begin(), homed.end());
+      // Each item can go to a holder among about 2N/√P ranks only, so allow one
+      // item more than an even share.
+      EXPECT_LE(busiest, total / ranks + largest) << n << " items on " << ranks << " ranks";
+      if (ranks >= n && sizes == equal) {
+        EXPECT_EQ(busiest, largest) << n << " items on " << ranks << " ranks";
+      }
+    }
+  }
+}

@@ -16,6 +16,13 @@
 // N/pr + N/pc items, 2N/√P on a square grid, instead of N. With P prime the
 // grid is 1 × P and every rank holds about N items (the load stays balanced).
 //
+// Each item also gets a home among its holders. Items are taken in turn from
+// the row blocks, each block's largest first (then by position), each to the
+// holder with the least Σ size of homes so far (ties: the first such holder
+// from position i mod holders on, cyclically, which spreads the ties). The ranks wait at each step for the busiest home,
+// so this keeps its load near max(Σ size / P, the largest item) where a
+// choice by position alone put two or more items on some home with P ≥ N.
+//
 // Every rank computes the same placement from the same sizes, without
 // communication. Results that sum exactly (dist::ExactSum) or gather by pair
 // id do not depend on it.
@@ -41,19 +48,23 @@ class PairPlacement {
   bool holds(int rank, std::int64_t i) const;
   /// The positions of the items `rank` holds, increasing.
   std::vector<std::int64_t> held_by(int rank) const;
-  /// One rank that holds item i, spread over its holders by i (per-item work
-  /// that needs the points, such as mapping a donor's gradient). -1 when no
-  /// pair holds i (a single item without self pairs).
+  /// One rank that holds item i, for the per-item work that needs its points
+  /// (summing a donor's parts of H from its holders, mapping its gradient).
+  /// Homes are balanced by Σ size (see the constructor). -1 when no pair
+  /// holds i (a single item without self pairs).
   int home(std::int64_t i) const;
   /// Σ size_i·size_j over the pairs `rank` owns.
   double load(int rank) const;
 
  private:
+  void place_homes(int n_ranks);
+
   int rows_ = 1, cols_ = 1;
   bool with_self_ = false;
   std::vector<int> row_block_, col_block_;
   std::vector<std::int64_t> sizes_;
   std::vector<std::vector<int>> holders_;  // per item, increasing ranks
+  std::vector<int> home_;                  // per item
 };
 
 }  // namespace kotml::dist
