@@ -19,9 +19,10 @@
 // Each item also gets a home among its holders. Items are taken in turn from
 // the row blocks, each block's largest first (then by position), each to the
 // holder with the least Σ size of homes so far (ties: the first such holder
-// from position i mod holders on, cyclically, which spreads the ties). The ranks wait at each step for the busiest home,
-// so this keeps its load near max(Σ size / P, the largest item) where a
-// choice by position alone put two or more items on some home with P ≥ N.
+// from position i mod holders on, cyclically, which spreads the ties). The
+// ranks wait at each step for the busiest home; in the cases the tests check
+// it stays within one item of an even share, where the holder at position
+// i mod holders put two donors on some homes at 256 and 1024 ranks.
 //
 // Every rank computes the same placement from the same sizes, without
 // communication. Results that sum exactly (dist::ExactSum) or gather by pair
