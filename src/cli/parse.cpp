@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::cli {
 namespace {
@@ -162,7 +163,7 @@ void require_finite_numbers(const po::variables_map& vm, const po::options_descr
     const bool infinite_default = option && option->semantic()->apply_default(default_value) &&
                                   boost::any_cast<double>(&default_value) &&
                                   std::isinf(*boost::any_cast<double>(&default_value));
-    if (!infinite_default) throw Error::option(name, "must be finite, got " + std::to_string(*number));
+    if (!infinite_default) throw Error::option(name, "must be finite, got " + log::number_text(*number));
   }
 }
 

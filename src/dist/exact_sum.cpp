@@ -1,8 +1,9 @@
 #include "kotml/dist/exact_sum.hpp"
-#include "kotml/core/progress.hpp"
 
 #include <cmath>
 #include <string>
+
+#include "kotml/core/progress.hpp"
 
 namespace kotml::dist {
 namespace {

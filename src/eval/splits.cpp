@@ -5,14 +5,15 @@
 #include <string>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::eval {
 
 SplitSizes split_sizes(std::int64_t n_samples, double train_size, std::optional<double> test_size) {
   if (!(train_size > 0.0 && train_size < 1.0))
-    throw Error::option("train-size", "must be a fraction in (0, 1), got " + std::to_string(train_size));
+    throw Error::option("train-size", "must be a fraction in (0, 1), got " + log::number_text(train_size));
   if (test_size && !(*test_size > 0.0 && *test_size < 1.0))
-    throw Error::option("test-size", "must be a fraction in (0, 1), got " + std::to_string(*test_size));
+    throw Error::option("test-size", "must be a fraction in (0, 1), got " + log::number_text(*test_size));
   if (test_size && train_size + *test_size > 1.0)
     throw Error::option("test-size", "train size + test size = " +
                                          std::to_string(train_size + *test_size) +

@@ -38,7 +38,7 @@ std::string to_string(DistanceMode mode) {
 void SampledGwOptions::validate() const {
   auto fail = [](const std::string& name, const std::string& why) { throw Error::option(name, why); };
   if (samples < 1) fail("M", "needs at least one anchor pair, got " + std::to_string(samples));
-  if (!(alpha > 0.0 && alpha <= 1.0)) fail("alpha", "must be in (0, 1], got " + std::to_string(alpha));
+  if (!(alpha > 0.0 && alpha <= 1.0)) fail("alpha", "must be in (0, 1], got " + log::number_text(alpha));
   if (max_iter < 1) fail("max-iter", "must be at least 1");
   if (!(tol >= 0.0)) fail("tol", "must be zero or positive");
   // TorchGW turns epsilon <= 0 into 1e-4 without a word; kotml asks for it.

@@ -37,7 +37,7 @@ void run_update(const AdamUpdate& update, std::size_t n) {
 }  // namespace
 
 void AdamOptions::validate() const {
-  if (!(lr > 0.0) || !std::isfinite(lr)) throw Error::option("lr", "must be positive, got " + std::to_string(lr));
+  if (!(lr > 0.0) || !std::isfinite(lr)) throw Error::option("lr", "must be positive, got " + log::number_text(lr));
   if (!(beta1 >= 0.0 && beta1 < 1.0))
     throw Error::option("beta1", "must be in [0, 1), got " + std::to_string(beta1));
   if (!(beta2 >= 0.0 && beta2 < 1.0))

@@ -61,8 +61,8 @@ void TrainOptions::validate(std::int64_t dim, std::int64_t n_train_donors, std::
     throw Error::option("n-comps", "must not exceed the " + std::to_string(dim) + " features of the cohort, got " +
                                        std::to_string(n_comps));
   if (!std::isfinite(alpha) || !(alpha >= 0.0))
-    throw Error::option("alpha", "must be zero or positive, got " + std::to_string(alpha));
-  if (!std::isfinite(reg) || !(reg >= 0.0)) throw Error::option("reg", "must be zero or positive, got " + std::to_string(reg));
+    throw Error::option("alpha", "must be zero or positive, got " + log::number_text(alpha));
+  if (!std::isfinite(reg) || !(reg >= 0.0)) throw Error::option("reg", "must be zero or positive, got " + log::number_text(reg));
   adam.validate();
   if (epochs < 1) throw Error::option("epochs", "must be at least 1, got " + std::to_string(epochs));
   if (batch_size < 2) throw Error::option("batch-size", "must be at least 2 donors, got " + std::to_string(batch_size));

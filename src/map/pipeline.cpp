@@ -13,12 +13,12 @@
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/data/normalize_total.hpp"
 #include "kotml/dist/partition.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/map/features.hpp"
-#include "kotml/core/progress.hpp"
 
 namespace kotml::map {
 namespace {

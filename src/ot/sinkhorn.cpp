@@ -13,10 +13,10 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/core/region.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
-#include "kotml/core/progress.hpp"
 #include "cost_rows.hpp"
 #include "sinkhorn_engine.hpp"
 
@@ -44,7 +44,7 @@ void SinkhornOptions::validate() const {
   if (!(tau_b > 0 && tau_b <= 1))
     throw Error::option("tau-b", "must be in (0, 1], got " + log::number_text(tau_b));
   if (max_iter < 1) throw Error::option("max-iter", "must be at least 1, got " + std::to_string(max_iter));
-  if (!(tol >= 0)) throw Error::option("tol", "must be zero or positive, got " + std::to_string(tol));
+  if (!(tol >= 0)) throw Error::option("tol", "must be zero or positive, got " + log::number_text(tol));
   if (check_every < 1)
     throw Error::option("check-every", "must be at least 1, got " + std::to_string(check_every));
 }

@@ -1233,7 +1233,7 @@ struct TiledSinkhorn<T>::Impl {
       for (double v : sums) total.add(0, v);
       const double mean = total.allreduce(*comm)[0] / (static_cast<double>(rows.total) * static_cast<double>(m));
       if (!(std::isfinite(mean) && mean > 0))
-        throw Error("", "epsilon", "a relative epsilon needs a positive mean cost, got " + std::to_string(mean));
+        throw Error("", "epsilon", "a relative epsilon needs a positive mean cost, got " + log::number_text(mean));
       epsilon = options.epsilon * mean;
     }
     // Potentials are of the size of the costs; their rounding error, divided by
@@ -1242,8 +1242,8 @@ struct TiledSinkhorn<T>::Impl {
     if (epsilon < cost_bound * resolution)
       throw Error::option("epsilon", "the absolute epsilon " + log::number_text(epsilon) + " is below what " +
                                          (std::is_same<T, float>::value ? "float" : "double") +
-                                         " precision resolves for costs up to " + std::to_string(cost_bound) +
-                                         ": it must be at least " + std::to_string(cost_bound * resolution));
+                                         " precision resolves for costs up to " + log::number_text(cost_bound) +
+                                         ": it must be at least " + log::number_text(cost_bound * resolution));
     return epsilon;
   }
 };

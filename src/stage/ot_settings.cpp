@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::stage {
 
@@ -13,11 +14,11 @@ std::size_t OtSettings::cost_memory(std::int64_t bytes) {
 
 void OtSettings::validate() const {
   if (!(entropic_reg >= 0.0) || !std::isfinite(entropic_reg))
-    throw Error::option("entropic-reg", "must be 0 (exact EMD) or positive, got " + std::to_string(entropic_reg));
+    throw Error::option("entropic-reg", "must be 0 (exact EMD) or positive, got " + log::number_text(entropic_reg));
   if (sinkhorn_max_iter < 1)
     throw Error::option("sinkhorn-max-iter", "must be at least 1, got " + std::to_string(sinkhorn_max_iter));
   if (!(sinkhorn_tol >= 0.0))
-    throw Error::option("sinkhorn-tol", "must be zero or positive, got " + std::to_string(sinkhorn_tol));
+    throw Error::option("sinkhorn-tol", "must be zero or positive, got " + log::number_text(sinkhorn_tol));
   if (emd_max_iter < 1)
     throw Error::option("emd-max-iter", "must be at least 1, got " + std::to_string(emd_max_iter));
   if (emd_max_entries < 1)

@@ -127,7 +127,7 @@ TEST(PairPlacement, HomesAreHoldersAndBalancedBySize) {
         largest = std::max(largest, static_cast<double>(sizes[static_cast<std::size_t>(i)]));
       }
       const double busiest = *std::max_element(homed.begin(), homed.end());
-      // Each item can go to a holder among about 2N/√P ranks only, so allow one
+      // Each item can go only to its holders, about 2√P ranks, so allow one
       // item more than an even share.
       EXPECT_LE(busiest, total / ranks + largest) << n << " items on " << ranks << " ranks";
       if (ranks >= n && sizes == equal) {

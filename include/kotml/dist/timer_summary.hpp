@@ -1,9 +1,10 @@
 #pragma once
 // The phase timers of every rank (kotml/core/phase_timers.hpp) as one table:
 // min, mean and max seconds over ranks per phase, its share of the command's
-// total, its load imbalance max/mean and the rank that took the max, laid out as LAMMPS' "MPI task timing
-// breakdown" and ArborX's TimeMonitor report them. Rank 0 prints it and the
-// CLI writes it as timers.json (schema: docs/schemas/timers.schema.json).
+// total, its load imbalance max/mean and the rank that took the max, laid out
+// as LAMMPS' "MPI task timing breakdown" and ArborX's TimeMonitor report them.
+// Rank 0 prints it and the CLI writes it as timers.json (schema:
+// docs/schemas/timers.schema.json).
 //
 // Phases are matched by name across ranks, in rank 0's order, then any phase
 // only other ranks ran, in rank order; a rank that never ran a phase counts 0 s
