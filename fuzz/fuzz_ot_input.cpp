@@ -1,9 +1,9 @@
 // Fuzzes `kotml ot`'s input reader: an HDF5 image with /x, /y and optional
 // weights /a, /b, mutated structurally (h5_image_mutator.hpp), is read side by
-// side and its weights settled as the solver asks (normalised, scale-free or
-// kept, from the input's hash). What is accepted must be a valid problem:
-// finite points of one dimension, finite non-negative weights, unit mass
-// when normalised.
+// side, in float or double, and its weights settled as the solver asks
+// (normalised, scale-free or kept; both choices from the input's hash). What
+// is accepted must be a valid problem: finite points of one dimension, finite
+// non-negative weights, unit mass when normalised.
 
 #include <cmath>
 #include <cstddef>
@@ -19,10 +19,11 @@ namespace {
 
 using namespace kotml;
 
-void check_accepted_side(const cli::Side& s, bool normalised) {
+template <class T>
+void check_accepted_side(const cli::Side<T>& s, bool normalised) {
   if (s.count <= 0 || s.dim <= 0) fuzz::report_bug("an empty side was accepted");
   if (s.points.size() != static_cast<std::size_t>(s.count * s.dim)) fuzz::report_bug("points of the wrong size");
-  for (double v : s.points)
+  for (T v : s.points)
     if (!std::isfinite(v)) fuzz::report_bug("a non-finite coordinate was accepted");
   if (s.weights.size() != static_cast<std::size_t>(s.count)) fuzz::report_bug("weights of the wrong size");
   double mass = 0;
@@ -34,17 +35,29 @@ void check_accepted_side(const cli::Side& s, bool normalised) {
   if (normalised && std::fabs(mass - 1) > 1e-9) fuzz::report_bug("normalised weights do not sum to one");
 }
 
-void read_problem(const std::uint8_t* data, std::size_t size, std::uint64_t hash) {
-  const auto file = io::h5::File::open_image("fuzz-ot.h5", data, size);
-  cli::Problem p;
-  p.x = cli::read_hdf5_side(file, "/x", "/a", /*all_rows=*/true, fuzz::world());
-  p.y = cli::read_hdf5_side(file, "/y", "/b", /*all_rows=*/true, fuzz::world());
+template <class T>
+void read_problem(const io::h5::File& file, cli::WeightMass mode) {
+  cli::Problem<T> p;
+  p.x = cli::read_hdf5_side<T>(file, "/x", "/a", /*all_rows=*/true, fuzz::world());
+  p.y = cli::read_hdf5_side<T>(file, "/y", "/b", /*all_rows=*/true, fuzz::world());
   cli::check_same_dimension(p);
-  const cli::WeightMass modes[] = {cli::WeightMass::normalised, cli::WeightMass::scale_free, cli::WeightMass::kept};
-  const auto mode = modes[hash % 3];
   cli::settle_weights(p, mode, fuzz::world());
+  for (const cli::Side<T>* s : {&p.x, &p.y})
+    require_float32_range(s->narrowed, s->file, s->element, "use --precision double");
   check_accepted_side(p.x, mode == cli::WeightMass::normalised);
   check_accepted_side(p.y, mode == cli::WeightMass::normalised);
+}
+
+/// The input read in the precision of a Sinkhorn solve (float or double,
+/// from the hash, as `--precision` chooses) with one of the weight modes.
+void read_problem(const std::uint8_t* data, std::size_t size, std::uint64_t hash) {
+  const auto file = io::h5::File::open_image("fuzz-ot.h5", data, size);
+  const cli::WeightMass modes[] = {cli::WeightMass::normalised, cli::WeightMass::scale_free, cli::WeightMass::kept};
+  const auto mode = modes[hash % 3];
+  if ((hash / 3) % 2 == 0)
+    read_problem<double>(file, mode);
+  else
+    read_problem<float>(file, mode);
 }
 
 void fuzz_one(const std::uint8_t* data, std::size_t size) {

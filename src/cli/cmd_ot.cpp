@@ -46,8 +46,9 @@ constexpr std::int64_t largest_written_plan = std::int64_t(1) << 27;
 
 // ------------------------------------------------------------------ input
 
-Problem read_problem(const po::variables_map& vm, bool distributed, const dist::Comm& comm) {
-  Problem p;
+template <class T>
+Problem<T> read_problem(const po::variables_map& vm, bool distributed, const dist::Comm& comm) {
+  Problem<T> p;
   const bool from_h5ad = has(vm, "source") || has(vm, "target");
   if (from_h5ad) {
     if (has(vm, "input")) throw Error::option("input", "give either --input or --source and --target, not both");
@@ -58,8 +59,8 @@ Problem read_problem(const po::variables_map& vm, bool distributed, const dist::
                                 : has(vm, "layer") ? "layers/" + option<std::string>(vm, "layer")
                                                    : "X";
     p.inputs = {option<std::string>(vm, "source"), option<std::string>(vm, "target")};
-    p.x = read_h5ad_side(p.inputs[0], element, !distributed, comm);
-    p.y = read_h5ad_side(p.inputs[1], element, true, comm);
+    p.x = read_h5ad_side<T>(p.inputs[0], element, !distributed, comm);
+    p.y = read_h5ad_side<T>(p.inputs[1], element, true, comm);
   } else {
     if (!has(vm, "input")) throw Error::option("input", "is needed (or --source and --target .h5ad files)");
     if (has(vm, "use-rep") || has(vm, "layer"))
@@ -68,8 +69,8 @@ Problem read_problem(const po::variables_map& vm, bool distributed, const dist::
     p.inputs = {path};
     io::h5::verify_readable(path);
     const auto file = io::h5::File::open_read(path);
-    p.x = read_hdf5_side(file, "/x", "/a", !distributed, comm);
-    p.y = read_hdf5_side(file, "/y", "/b", true, comm);
+    p.x = read_hdf5_side<T>(file, "/x", "/a", !distributed, comm);
+    p.y = read_hdf5_side<T>(file, "/y", "/b", true, comm);
   }
   check_same_dimension(p);
   return p;
@@ -77,17 +78,18 @@ Problem read_problem(const po::variables_map& vm, bool distributed, const dist::
 
 // ------------------------------------------------------------- Sinkhorn
 
+/// A side's points and weights on the device. The host points are released
+/// as soon as they are copied, so that a rank holds the two copies of one
+/// side at most.
 template <class T>
 struct DeviceSide {
   Matrix<T> points;
   Vector<double> weights;
 
-  explicit DeviceSide(const Side& s)
+  explicit DeviceSide(Side<T>& s)
       : points(no_init("kotml::ot_cli::points"), s.count, s.dim), weights(no_init("kotml::ot_cli::weights"), s.count) {
-    auto hp = Kokkos::create_mirror_view(points);
-    for (std::int64_t i = 0; i < s.count; ++i)
-      for (std::int64_t k = 0; k < s.dim; ++k) hp(i, k) = static_cast<T>(s.points[static_cast<std::size_t>(i * s.dim + k)]);
-    Kokkos::deep_copy(points, hp);
+    Kokkos::deep_copy(points, HostMatrix<const T>(s.points.data(), s.count, s.dim));
+    std::vector<T>().swap(s.points);
     Kokkos::deep_copy(weights, HostVector<const double>(s.weights.data(), s.weights.size()));
   }
   ot::TiledPoints<T> view() const { return {points, weights, {}}; }
@@ -115,30 +117,28 @@ void write_potentials(const std::string& path, const std::vector<double>& f, con
 template <class T>
 int solve_sinkhorn(const po::variables_map& vm, const dist::Comm& comm, const ot::TiledSinkhornOptions& options,
                    ot::Cost cost_kind, const std::string& out_path, const std::string& plan_path, bool pretty) {
-  Problem p;
+  Problem<T> p;
   std::optional<timers::Scope> timed(std::in_place, "read");
-  comm.phase([&] { p = read_problem(vm, true, comm); });
+  comm.phase([&] { p = read_problem<T>(vm, true, comm); });
   comm.phase([&] { settle_weights(p, options.balanced() ? WeightMass::normalised : WeightMass::kept, comm); });
   if (std::is_same<T, float>::value)
     comm.phase([&] {
-      for (const Side* s : {&p.x, &p.y})
-        require_float32_range(s->points, s->file, s->element, "use --precision double, or rescale the points");
+      for (const Side<T>* s : {&p.x, &p.y})
+        require_float32_range(s->narrowed, s->file, s->element, "use --precision double, or rescale the points");
     });
   if (!plan_path.empty() && p.x.total * p.y.total > largest_written_plan)
     throw Error::option("plan", "the plan would have " + std::to_string(p.x.total * p.y.total) +
                                     " entries; --plan writes plans of up to " + std::to_string(largest_written_plan) +
                                     " (use -o for the potentials, from which any part of the plan follows)");
   timed.emplace("stage");
-  const DeviceSide<T> dx(p.x), dy(p.y);
-  // The solve reads only the device copies; the host staging in double is the
-  // largest allocation of a rank (2.7x the fp32 points), so it goes now.
-  std::vector<double>().swap(p.x.points);
-  std::vector<double>().swap(p.y.points);
+  const DeviceSide<T> dx(p.x);
+  std::optional<DeviceSide<T>> dy(std::in_place, p.y);
   ot::PointCost cost;
   cost.kind = cost_kind;
   const ot::RowBlock rows{p.x.total, p.x.begin, p.x.count};
   timed.emplace("solve");
-  ot::TiledSinkhorn<T> solver(comm, rows, dx.view(), dy.view(), cost, options);
+  ot::TiledSinkhorn<T> solver(comm, rows, dx.view(), dy->view(), cost, options);
+  dy.reset();  // the solver keeps its own packed copy of y, and needs no other
   const auto report = solver.solve();
   timed.emplace("marginals");
   if (report.status == ot::SolveStatus::numerical_error)
@@ -263,7 +263,7 @@ int solve_emd(const po::variables_map& vm, const dist::Comm& comm, ot::Cost cost
   const timers::Scope timed("solve on rank 0");
   comm.phase([&] {
     if (!comm.is_root()) return;
-    Problem p = read_problem(vm, false, comm);
+    Problem<double> p = read_problem<double>(vm, false, comm);
     settle_weights(p, WeightMass::scale_free, dist::Comm(MPI_COMM_SELF));
     Kokkos::Timer timer;
     const auto X = device_points(p.x.points, p.x.total, p.x.dim, "kotml::ot_cli::x");

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/large_vector.hpp"
 #include "kotml/dist/exact_sum.hpp"
 #include "kotml/io/anndata.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
@@ -11,12 +13,33 @@
 namespace kotml::cli {
 namespace {
 
-void check_finite(const Side& s) {
-  for (std::size_t k = 0; k < s.points.size(); ++k)
-    if (!std::isfinite(s.points[k]))
-      throw Error(s.file, s.element,
-                  "point " + std::to_string(s.begin + static_cast<std::int64_t>(k) / s.dim) +
-                      " has a non-finite coordinate (NaN or Inf)");
+/// Values read through float64 at a time: 8 MB.
+constexpr std::int64_t staging_values = std::int64_t(1) << 20;
+
+/// s.points from s.count rows starting at s.begin, read_rows(first, last)
+/// giving rows [first, last) of the file as float64, one staging block at a
+/// time: each block's coordinates must be finite, and what float32 would not
+/// hold is counted in s.narrowed.
+template <class T, class ReadRows>
+void read_points(Side<T>& s, ReadRows read_rows) {
+  s.points = large_vector<T>(static_cast<std::size_t>(s.count * s.dim));
+  const std::int64_t block_rows = std::max<std::int64_t>(1, staging_values / s.dim);
+  for (std::int64_t first = 0; first < s.count; first += block_rows) {
+    const std::int64_t last = std::min(s.count, first + block_rows);
+    const std::vector<double> block = read_rows(s.begin + first, s.begin + last);
+    for (std::size_t k = 0; k < block.size(); ++k)
+      if (!std::isfinite(block[k]))
+        throw Error(s.file, s.element,
+                    "point " + std::to_string(s.begin + first + static_cast<std::int64_t>(k) / s.dim) +
+                        " has a non-finite coordinate (NaN or Inf)");
+    if (std::is_same<T, float>::value) {
+      const auto c = count_float32_narrowing(block);
+      s.narrowed.overflow += c.overflow;
+      s.narrowed.underflow += c.underflow;
+    }
+    std::transform(block.begin(), block.end(), s.points.begin() + first * s.dim,
+                   [](double v) { return static_cast<T>(v); });
+  }
 }
 
 std::vector<std::int64_t> shape_2d(const io::h5::File& file, const std::string& name) {
@@ -35,9 +58,10 @@ std::vector<std::int64_t> shape_2d(const io::h5::File& file, const std::string& 
 
 /// Rows [begin, begin + count) of one side of an HDF5 input, and the matching
 /// weights; `weights_name` may be absent (uniform).
-Side read_hdf5_side(const io::h5::File& file, const std::string& points_name, const std::string& weights_name,
-                    bool all_rows, const dist::Comm& comm) {
-  Side s;
+template <class T>
+Side<T> read_hdf5_side(const io::h5::File& file, const std::string& points_name, const std::string& weights_name,
+                       bool all_rows, const dist::Comm& comm) {
+  Side<T> s;
   s.file = file.path();
   s.element = points_name;
   const auto shape = shape_2d(file, points_name);
@@ -46,8 +70,9 @@ Side read_hdf5_side(const io::h5::File& file, const std::string& points_name, co
   const ot::RowBlock block = all_rows ? ot::RowBlock{s.total, 0, s.total} : ot::RowBlock::of(s.total, comm.size(), comm.rank());
   s.begin = block.begin;
   s.count = block.count;
-  if (s.count > 0) s.points = file.read_row_range<double>(points_name, s.begin, s.begin + s.count);
-  check_finite(s);
+  read_points(s, [&](std::int64_t first, std::int64_t last) {
+    return file.read_row_range<double>(points_name, first, last);
+  });
   if (file.exists(weights_name)) {
     const auto wshape = file.shape(weights_name);
     if (wshape.size() != 1 || wshape[0] != s.total)
@@ -65,9 +90,10 @@ Side read_hdf5_side(const io::h5::File& file, const std::string& points_name, co
 }
 
 /// Rows of an .h5ad's representation (obsm key, layer or X); uniform weights.
-Side read_h5ad_side(const std::string& path, const std::string& element, bool all_rows, const dist::Comm& comm) {
+template <class T>
+Side<T> read_h5ad_side(const std::string& path, const std::string& element, bool all_rows, const dist::Comm& comm) {
   io::AnnDataReader reader(path);
-  Side s;
+  Side<T> s;
   s.file = path;
   s.element = element;
   const auto info = reader.matrix_info(element);
@@ -78,14 +104,16 @@ Side read_h5ad_side(const std::string& path, const std::string& element, bool al
   const ot::RowBlock block = all_rows ? ot::RowBlock{s.total, 0, s.total} : ot::RowBlock::of(s.total, comm.size(), comm.rank());
   s.begin = block.begin;
   s.count = block.count;
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(s.count));
-  for (std::int64_t i = 0; i < s.count; ++i) rows[static_cast<std::size_t>(i)] = s.begin + i;
-  if (s.count > 0) s.points = reader.read_rows<double>(element, rows);
-  check_finite(s);
+  read_points(s, [&](std::int64_t first, std::int64_t last) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(last - first));
+    for (std::int64_t i = first; i < last; ++i) rows[static_cast<std::size_t>(i - first)] = i;
+    return reader.read_rows<double>(element, rows);
+  });
   return s;
 }
 
-void check_same_dimension(const Problem& p) {
+template <class T>
+void check_same_dimension(const Problem<T>& p) {
   if (p.y.dim != p.x.dim)
     throw Error(p.y.file, p.y.element, "has " + std::to_string(p.y.dim) + " dimensions but " + p.x.element +
                                            " has " + std::to_string(p.x.dim));
@@ -96,8 +124,9 @@ void check_same_dimension(const Problem& p) {
 /// largest weight to [1, 2) (exact, so 1e308-sized weights work as well as 1);
 /// the source's total is summed exactly over ranks. Error if a side sums to
 /// zero, or (masses kept) past what a sum can hold.
-void settle_weights(Problem& p, WeightMass use, const dist::Comm& comm) {
-  for (Side* s : {&p.x, &p.y})
+template <class T>
+void settle_weights(Problem<T>& p, WeightMass use, const dist::Comm& comm) {
+  for (Side<T>* s : {&p.x, &p.y})
     if (s->weights.empty()) s->weights.assign(static_cast<std::size_t>(s->count), 1.0);
   const std::string source_weights = p.x.element == "/x" ? "/a" : p.x.element;
   const std::string target_weights = p.y.element == "/y" ? "/b" : p.y.element;
@@ -131,5 +160,14 @@ void settle_weights(Problem& p, WeightMass use, const dist::Comm& comm) {
   for (double& w : p.y.weights) w /= target;
 }
 
+#define KOTML_OT_INPUT(T)                                                                                     \
+  template Side<T> read_hdf5_side<T>(const io::h5::File&, const std::string&, const std::string&, bool,        \
+                                     const dist::Comm&);                                                       \
+  template Side<T> read_h5ad_side<T>(const std::string&, const std::string&, bool, const dist::Comm&);        \
+  template void check_same_dimension<T>(const Problem<T>&);                                                   \
+  template void settle_weights<T>(Problem<T>&, WeightMass, const dist::Comm&);
+KOTML_OT_INPUT(float)
+KOTML_OT_INPUT(double)
+#undef KOTML_OT_INPUT
 
 }  // namespace kotml::cli

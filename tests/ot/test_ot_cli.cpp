@@ -162,6 +162,48 @@ void expect_one_error(const std::vector<std::string>& args, const std::string& f
   }
 }
 
+// A side read in more than one staging block (ot_input.cpp reads 2^20 values
+// through float64 at a time; y here has 2100 × 500): the blocks' values land
+// in their rows, the first non-finite coordinate is named by its own row, and
+// what float32 cannot hold is counted over all blocks.
+TEST(OtCli, SidesReadInBlocksKeepTheirRowsAndEveryCheck) {
+  TempDir dir;
+  Problem p;
+  p.n = 9;
+  p.m = 2100;
+  p.dim = 500;
+  p.x = test::normal_points(p.n, p.dim, 2010);
+  p.y = test::normal_points(p.m, p.dim, 2011, 0.25);
+  write_input(dir.file("two_blocks.h5"), p);
+  const auto json = parse(run_kotml({"ot", "--input", dir.file("two_blocks.h5")}));
+  HostMatrix<double> C("C", p.n, p.m);
+  for (std::int64_t i = 0; i < p.n; ++i)
+    for (std::int64_t j = 0; j < p.m; ++j)
+      C(i, j) = ground_cost<double>(Cost::euclidean, &p.x[static_cast<std::size_t>(p.dim * i)],
+                                    &p.y[static_cast<std::size_t>(p.dim * j)], p.dim, 0.0, 0.0);
+  const auto sol = emd_dense(C, std::vector<double>(static_cast<std::size_t>(p.n), 1.0),
+                             std::vector<double>(static_cast<std::size_t>(p.m), 1.0), EmdOptions{});
+  EXPECT_LE(test::relative_error(json["cost"].get<double>(), sol.summary.cost), 1e-13);
+
+  Problem late_nan = p;
+  late_nan.y[static_cast<std::size_t>(2099 * p.dim + 7)] = std::numeric_limits<double>::quiet_NaN();
+  write_input(dir.file("late_nan.h5"), late_nan);
+  expect_one_error({"ot", "--input", dir.file("late_nan.h5"), "--solver", "sinkhorn"}, "point 2099 has a non-finite");
+
+  Problem wide = p;
+  wide.y[3] = 1e39;                                            // the first block
+  wide.y[static_cast<std::size_t>(2098 * p.dim + 1)] = -1e39;  // the second
+  wide.y[static_cast<std::size_t>(2099 * p.dim)] = 1e-40;
+  write_input(dir.file("wide.h5"), wide);
+  const std::string out = dir.file("out.h5");
+  expect_one_error({"ot", "--input", dir.file("wide.h5"), "--solver", "sinkhorn", "--precision", "float", "-o", out},
+                   "/y: 2 finite value(s) above 3.4e38 overflow", out);
+  wide.y[3] = wide.y[static_cast<std::size_t>(2098 * p.dim + 1)] = 1;
+  write_input(dir.file("tiny.h5"), wide);
+  expect_one_error({"ot", "--input", dir.file("tiny.h5"), "--solver", "sinkhorn", "--precision", "float", "-o", out},
+                   "/y: 1 non-zero value(s) below 1.2e-38 underflow", out);
+}
+
 TEST(OtCli, BadInputIsOneErrorLineAndExitCodeTwo) {
   TempDir dir;
   const double nan = std::numeric_limits<double>::quiet_NaN();
