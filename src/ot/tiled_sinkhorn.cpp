@@ -498,14 +498,20 @@ struct TiledSinkhorn<T>::Impl {
     return std::vector<double>(host.data(), host.data() + rows.count * dim);
   }
 
+  /// Column tiles per chunk of a column sweep whose tiles hold `limbs_per_tile`
+  /// limbs each: about options.column_chunk_bytes of them, at least one tile.
+  std::int64_t column_chunk_tiles(std::int64_t limbs_per_tile) const {
+    const auto bytes = static_cast<std::int64_t>(std::min<std::size_t>(options.column_chunk_bytes, std::size_t(1) << 40));
+    return std::max<std::int64_t>(1, bytes / (limbs_per_tile * static_cast<std::int64_t>(sizeof(std::int64_t))));
+  }
+
   /// Every column of ∂/∂y (m × d), summed exactly over ranks; column tiles in
-  /// chunks, so the limbs stay near 64 MiB whatever m is.
+  /// chunks (column_chunk_tiles), so the limbs stay bounded whatever m is.
   std::vector<double> column_gradients(T inv_eps, double scale, bool squared) const {
     using Fixed = detail::GradientFixed;
     const int dim = data.dim;
     const std::int64_t per_tile = tile_cols * dim * Fixed::limbs;
-    const std::int64_t chunk = std::max<std::int64_t>(
-        1, (std::int64_t(64) << 20) / (per_tile * static_cast<std::int64_t>(sizeof(std::int64_t))));
+    const std::int64_t chunk = column_chunk_tiles(per_tile);
     std::vector<double> out(static_cast<std::size_t>(m * dim), 0.0);
     for (std::int64_t first = 0; first < data.col_tiles; first += chunk) {
       const std::int64_t tiles = std::min(chunk, data.col_tiles - first);
@@ -1495,21 +1501,29 @@ std::vector<double> TiledSinkhorn<T>::transpose_apply(const std::vector<double>&
     detail::copy_to(weight, u);
     detail::copy_to(group, groups);
   }
-  detail::Limbs limbs("kotml::ot::tiled_apply_limbs", n_groups * s.padded_cols() * detail::column_limbs);
-  detail::GroupedColumnSweep<T> sweep{s.data, s.u, s.h, static_cast<T>(1.0 / eps), weight, group, n_groups,
-                                      s.padded_cols(), limbs};
-  Kokkos::parallel_for("kotml::ot::tiled_transpose_apply",
-                       detail::tile_policy(s.data.col_tiles, sweep.scratch_bytes(n_groups)), sweep);
-  Kokkos::fence();
-  const auto totals = s.reduce_columns(limbs, n_groups * s.padded_cols());
+  // Each column's sum is its own, so chunks of columns give the bits of one
+  // sweep; the limbs (groups × columns × 4) stay bounded for many groups and
+  // columns (30 clusters × 10^6 columns would be 960 MB, twice with the reduction).
+  const std::int64_t chunk = s.column_chunk_tiles(n_groups * detail::tile_cols * detail::column_limbs);
   std::vector<double> out(static_cast<std::size_t>(n_groups * s.m));
   bool held = true;
-  for (std::int32_t q = 0; q < n_groups; ++q)
-    for (std::int64_t j = 0; j < s.m; ++j) {
-      const double v = totals[static_cast<std::size_t>(q * s.padded_cols() + j)];
-      if (!(std::fabs(v) < 0x1p40)) held = false;
-      out[static_cast<std::size_t>(q * s.m + j)] = v;
-    }
+  for (std::int64_t first = 0; first < s.data.col_tiles; first += chunk) {
+    const std::int64_t tiles = std::min(chunk, s.data.col_tiles - first);
+    const std::int64_t chunk_cols = tiles * detail::tile_cols, col0 = first * detail::tile_cols;
+    detail::Limbs limbs("kotml::ot::tiled_apply_limbs", n_groups * chunk_cols * detail::column_limbs);
+    detail::GroupedColumnSweep<T> sweep{s.data, s.u,  s.h,        static_cast<T>(1.0 / eps), weight, group,
+                                        n_groups, first, chunk_cols, limbs};
+    Kokkos::parallel_for("kotml::ot::tiled_transpose_apply",
+                         detail::tile_policy(tiles, sweep.scratch_bytes(n_groups)), sweep);
+    Kokkos::fence();
+    const auto totals = s.reduce_columns(limbs, n_groups * chunk_cols);
+    for (std::int32_t q = 0; q < n_groups; ++q)
+      for (std::int64_t j = col0; j < std::min(s.m, col0 + chunk_cols); ++j) {
+        const double v = totals[static_cast<std::size_t>(q * chunk_cols + j - col0)];
+        if (!(std::fabs(v) < 0x1p40)) held = false;
+        out[static_cast<std::size_t>(q * s.m + j)] = v;
+      }
+  }
   if (!held)
     throw Error("", "plan", "a column sum of the plan is too large to be held exactly (weights above 2^32?)");
   return out;

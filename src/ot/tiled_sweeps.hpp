@@ -493,7 +493,8 @@ struct JointSweep {
 // ------------------------------------------------------ plan applications
 
 /// out(q, j) limbs += Σ_{i: group_i = q} T_ij·w_i, one deposit per (row tile,
-/// group, column); one team per column tile. Groups < 0 are skipped.
+/// group, column); one team per column tile of the chunk that starts at
+/// column tile `first`. Groups < 0 are skipped.
 template <class T>
 struct GroupedColumnSweep {
   TileCostData<T> costs;
@@ -502,8 +503,9 @@ struct GroupedColumnSweep {
   Vector<const double> weight;        // per local row
   Vector<const std::int32_t> group;   // per local row
   std::int32_t groups = 1;
-  std::int64_t padded_cols = 0;
-  Limbs limbs;                        // groups × padded_cols × column_limbs
+  std::int64_t first = 0;             // the chunk's first column tile
+  std::int64_t chunk_cols = 0;        // its columns: tiles × tile_cols
+  Limbs limbs;                        // groups × chunk_cols × column_limbs
 
   static std::size_t scratch_bytes(std::int32_t groups) {
     return tile_scratch_bytes<T>(static_cast<std::size_t>(groups) * tile_cols * sizeof(double) +
@@ -511,9 +513,10 @@ struct GroupedColumnSweep {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team) const {
-    const std::int64_t J = team.league_rank();
+    const std::int64_t J = first + team.league_rank();
     const std::int64_t width = costs.cols_in(J);
     const std::int64_t col0 = J * tile_cols;
+    const std::int64_t at = team.league_rank() * tile_cols;  // col0 within the chunk
     ScratchCarver pad{team.team_scratch(1)};
     T* buffer = pad.take<T>(tile_entries);
     double* acc = pad.take<double>(static_cast<std::int64_t>(groups) * tile_cols);
@@ -536,7 +539,7 @@ struct GroupedColumnSweep {
         for (std::int64_t k = 0; k < width; ++k) into[k] += static_cast<double>(plan[k]) * w;
       }
       for (std::int32_t q = 0; q < groups; ++q)
-        deposit_columns_host(limbs.data() + ((q * padded_cols) + col0) * column_limbs, acc + q * tile_cols, nullptr,
+        deposit_columns_host(limbs.data() + ((q * chunk_cols) + at) * column_limbs, acc + q * tile_cols, nullptr,
                              width);
 #else
       (void)plan;
@@ -552,7 +555,7 @@ struct GroupedColumnSweep {
                 static_cast<double>(fast_exp(u(r) + hk - s * tile[i * tile_cols + k])) * weight(r);
           }
           for (std::int32_t q = 0; q < groups; ++q) {
-            std::int64_t* limb = limbs.data() + ((q * padded_cols) + col0 + k) * column_limbs;
+            std::int64_t* limb = limbs.data() + ((q * chunk_cols) + at + k) * column_limbs;
             if (!ColumnFixed::deposit(limb, acc[q * tile_cols + k])) ColumnFixed::poison(limb);
           }
         });

@@ -711,6 +711,45 @@ TEST(TiledSinkhorn, PlanApplicationsEqualDenseProducts) {
     }
 }
 
+// The plan's exact column sums swept and reduced in chunks of column tiles
+// (TiledSinkhornOptions::column_chunk_bytes) are the bits of one whole sweep:
+// chunks of one tile, of two (the last one short), and one chunk. 700 columns
+// are three column tiles, the last partial.
+TEST(TiledSinkhorn, ColumnSumsInChunksAreTheBitsOfOneSweep) {
+  const auto x = random_cloud(150, 4, 67), y = random_cloud(700, 4, 68);
+  PointCost cost;
+  cost.kind = Cost::sqeuclidean;
+  auto o = tight();
+  o.epsilon = 0.5;
+  o.threshold = 1e-6;
+  DevicePoints<double> dx(x), dy(y);
+  std::vector<double> u(static_cast<std::size_t>(x.n));
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = 1.0 + std::sin(static_cast<double>(i));
+  TiledSinkhorn<double> whole(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+  ASSERT_TRUE(whole.solve().converged);
+  const auto sums = whole.transpose_apply(u, x.labels, 3);
+  const auto gradients = whole.point_gradients().cols;
+  const std::size_t one_tile = 3 * 256 * 4 * sizeof(std::int64_t);  // 3 groups × 256 columns × 4 limbs
+  for (const std::size_t bytes : {std::size_t(1), 2 * one_tile}) {
+    SCOPED_TRACE("column_chunk_bytes " + std::to_string(bytes));
+    o.column_chunk_bytes = bytes;
+    TiledSinkhorn<double> chunked(self(), RowBlock::of(x.n, 1, 0), dx.view(), dy.view(), cost, o);
+    chunked.solve();
+    EXPECT_EQ(chunked.transpose_apply(u, x.labels, 3), sums);
+    EXPECT_EQ(chunked.point_gradients().cols, gradients);
+  }
+  // And against the dense plan.
+  const auto plan = test::plan_from_potentials(cost, x, y, whole.f(), whole.g(), o.epsilon);
+  for (std::int64_t j = 0; j < y.n; ++j)
+    for (int q = 0; q < 3; ++q) {
+      double want = 0;
+      for (std::int64_t i = 0; i < x.n; ++i)
+        if (x.labels[static_cast<std::size_t>(i)] == q)
+          want += plan[static_cast<std::size_t>(i * y.n + j)] * u[static_cast<std::size_t>(i)];
+      EXPECT_NEAR(sums[static_cast<std::size_t>(q * y.n + j)], want, 1e-12);
+    }
+}
+
 // The point gradients through the plan against the dense sums, for both
 // feature costs with a feature weight, 150 rows (three row tiles) and 270
 // columns (two column tiles, the second short); float within its rounding.

@@ -180,6 +180,10 @@ struct TiledSinkhornOptions {
                                 // row strips); 0: a quarter of the rank's free memory
   SinkhornDomain domain = SinkhornDomain::automatic;  // scaling needs stored costs
   bool joint_passes = true;  // alternating: one pass per iteration where possible (false: two, for comparisons)
+  /// The plan's exact column sums (transpose_apply, point_gradients) are swept
+  /// and reduced over ranks in chunks of column tiles whose fixed-point limbs
+  /// take about this many bytes, whatever m and the number of groups.
+  std::size_t column_chunk_bytes = std::size_t(64) << 20;
 
   /// Throws Error::option for ε ≤ 0 or non-finite, τ outside (0, 1], threshold
   /// < 0, inner_iterations < 1, max_iterations < 1, epsilon_init < 1 or
