@@ -298,7 +298,9 @@ class TrainingRun {
   /// One pass over the epoch's stratified batches, a step each (mode pairs) or
   /// one batch per rank per step (mode batches).
   EpochRecord run_epoch(std::int64_t epoch) {
-    comm_.barrier();
+    // The epoch's clock starts on every rank at once: the wait for the last
+    // rank out of the set-up (or the last epoch) is a phase of its own.
+    timers::timed("epoch start", [&] { comm_.barrier(); });
     Kokkos::Timer timer;
     const std::clock_t cpu_start = std::clock();
     const auto batches = stratified_batches(labels_, options_.batch_size, options_.seed, epoch - 1);
@@ -336,7 +338,8 @@ class TrainingRun {
   std::optional<StepResult> pairs_step(const std::vector<std::vector<std::int64_t>>& batches, std::int64_t first,
                                        std::int64_t epoch) {
     const auto batch = batch_donors(batches, first);
-    const auto triplets = make_triplets(labels_of(cohort_, batch), options_, epoch - 1, first);
+    const auto triplets =
+        timers::timed("triplets", [&] { return make_triplets(labels_of(cohort_, batch), options_, epoch - 1, first); });
     if (triplets.size() == 0) {
       ++skipped_;
       return std::nullopt;
@@ -356,7 +359,8 @@ class TrainingRun {
     bool valid = false;
     if (have_batch) {
       const auto batch = batch_donors(batches, mine);
-      const auto triplets = make_triplets(labels_of(cohort_, batch), options_, epoch - 1, mine);
+      const auto triplets =
+          timers::timed("triplets", [&] { return make_triplets(labels_of(cohort_, batch), options_, epoch - 1, mine); });
       if (triplets.size() > 0) {
         // A failure on this rank alone must reach every rank before the next
         // collective.
