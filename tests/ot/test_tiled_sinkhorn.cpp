@@ -646,6 +646,19 @@ TEST(TiledSinkhorn, StopsAtTheIterationLimitWithTheErrorsOfEachCheck) {
 
 // ----------------------------------------------------------- applications
 
+/// got(q, j) = Σ_{i: label_i = q} plan_ij·u_i (three labels) within 1e-12.
+void expect_grouped_column_sums(const std::vector<double>& got, const std::vector<double>& plan, const HostCloud& x,
+                                std::int64_t m, const std::vector<double>& u) {
+  for (std::int64_t j = 0; j < m; ++j)
+    for (int q = 0; q < 3; ++q) {
+      double want = 0;
+      for (std::int64_t i = 0; i < x.n; ++i)
+        if (x.labels[static_cast<std::size_t>(i)] == q)
+          want += plan[static_cast<std::size_t>(i * m + j)] * u[static_cast<std::size_t>(i)];
+      EXPECT_NEAR(got[static_cast<std::size_t>(q * m + j)], want, 1e-12) << "group " << q << ", column " << j;
+    }
+}
+
 TEST(TiledSinkhorn, PlanApplicationsEqualDenseProducts) {
   const auto x = random_cloud(150, 4, 61), y = random_cloud(270, 4, 62);
   PointCost cost;
@@ -663,14 +676,7 @@ TEST(TiledSinkhorn, PlanApplicationsEqualDenseProducts) {
   for (std::size_t j = 0; j < v.size(); ++j) v[j] = std::cos(2.0 + static_cast<double>(j));
   const auto t_u = solver.transpose_apply(u, x.labels, 3);
   const auto t_v = solver.apply(v, y.labels, 3);
-  for (std::int64_t j = 0; j < y.n; ++j)
-    for (int q = 0; q < 3; ++q) {
-      double want = 0;
-      for (std::int64_t i = 0; i < x.n; ++i)
-        if (x.labels[static_cast<std::size_t>(i)] == q)
-          want += plan[static_cast<std::size_t>(i * y.n + j)] * u[static_cast<std::size_t>(i)];
-      EXPECT_NEAR(t_u[static_cast<std::size_t>(q * y.n + j)], want, 1e-12);
-    }
+  expect_grouped_column_sums(t_u, plan, x, y.n, u);
   for (std::int64_t i = 0; i < x.n; ++i)
     for (int q = 0; q < 3; ++q) {
       double want = 0;
@@ -740,14 +746,7 @@ TEST(TiledSinkhorn, ColumnSumsInChunksAreTheBitsOfOneSweep) {
   }
   // And against the dense plan.
   const auto plan = test::plan_from_potentials(cost, x, y, whole.f(), whole.g(), o.epsilon);
-  for (std::int64_t j = 0; j < y.n; ++j)
-    for (int q = 0; q < 3; ++q) {
-      double want = 0;
-      for (std::int64_t i = 0; i < x.n; ++i)
-        if (x.labels[static_cast<std::size_t>(i)] == q)
-          want += plan[static_cast<std::size_t>(i * y.n + j)] * u[static_cast<std::size_t>(i)];
-      EXPECT_NEAR(sums[static_cast<std::size_t>(q * y.n + j)], want, 1e-12);
-    }
+  expect_grouped_column_sums(sums, plan, x, y.n, u);
 }
 
 // The point gradients through the plan against the dense sums, for both
