@@ -21,8 +21,9 @@
 #                      (default 1)
 #   --fold             fold the buffers that every rank holds alike (the reference's features,
 #                      y's packed copy, apsp's points, neighbours and graph; with --samples also
-#                      apsp's output rows): every rank's allocation at one site maps the same
-#                      memory (smpi/shared-malloc:local), so P ranks hold one copy
+#                      apsp's output rows), and the joint pass's scratch (its row strips and
+#                      slot limbs over recomputed costs): every rank's allocation at one site
+#                      maps the same memory (smpi/shared-malloc:local), so P ranks hold one copy
 #   --cfg KEY:VALUE    one more SimGrid option (repeatable; it wins over the script's), e.g.
 #                      --cfg smpi/coll-selector:mpich
 #

@@ -293,6 +293,7 @@ struct TiledSinkhorn<T>::Impl {
     Vector<double> log_a, f;      // per local row
     detail::JointSlots slots_state;  // the claim counter and each slot's column limbs
     std::int64_t passes = 0;
+    std::shared_ptr<void> strips_memory, limbs_memory;  // set where a simulated run folds them
   } joint;
 
   // The scaling domain (header comment): K̃ next to the stored costs, the
@@ -336,11 +337,19 @@ struct TiledSinkhorn<T>::Impl {
         static_cast<std::size_t>(joint.slots * padded_cols() * detail::column_limbs) * sizeof(std::int64_t);
     joint.strip_bytes = static_cast<std::size_t>(comm->max(static_cast<std::int64_t>(bytes)));
     if (!comm->all(bytes + limb_bytes <= local_budget)) return;
+    // Both are scratch of the joint pass's compute block, which a simulated
+    // run that folds shares among its ranks where their sizes agree (they
+    // follow the slots).
+    const bool same_size = comm->max(joint.slots) == -comm->max(-joint.slots);
     bool allocated = true;
     try {
-      joint.strips = Vector<T>(no_init("kotml::ot::tiled_joint_strips"), bytes / sizeof(T));
-      joint.slots_state.limbs = detail::Limbs(no_init("kotml::ot::tiled_joint_slot_limbs"),
-                                              limb_bytes / sizeof(std::int64_t));
+      auto strips = sim::block_scratch<T>("kotml::ot::tiled_joint_strips", bytes / sizeof(T), same_size);
+      auto slot_limbs = sim::block_scratch<std::int64_t>("kotml::ot::tiled_joint_slot_limbs",
+                                                         limb_bytes / sizeof(std::int64_t), same_size);
+      joint.strips = strips.view;
+      joint.strips_memory = strips.memory;
+      joint.slots_state.limbs = slot_limbs.view;
+      joint.limbs_memory = slot_limbs.memory;
     } catch (const std::exception&) {
       allocated = false;
     }
@@ -348,6 +357,7 @@ struct TiledSinkhorn<T>::Impl {
     if (!joint.allowed) {
       joint.strips = Vector<T>();
       joint.slots_state = detail::JointSlots();
+      joint.strips_memory = joint.limbs_memory = nullptr;
       return;
     }
     std::vector<double> log_rows(log_a);

@@ -189,6 +189,19 @@ Folded<T, Space> answer_buffer(const char* site, std::size_t n) {
 #endif
 }
 
+/// Scratch memory of compute blocks (a joint pass's row strips and their
+/// per-slot column limbs): each run of a block writes it before reading it,
+/// and nothing outside the block reads it. Folded when the run folds and every
+/// rank asks for the same n (`same_size`; SMPI maps the first allocation's
+/// size at a site): simulated ranks take turns only at MPI calls and at the
+/// edges of sampled blocks, and a block calls no MPI, so one rank's run of it
+/// is done with the memory before another rank's starts. A plain allocation
+/// otherwise.
+template <class T, class Space = MemSpace>
+Folded<T, Space> block_scratch(const char* site, std::size_t n, bool same_size) {
+  return folded<T, Space>(site, n, same_size);
+}
+
 /// `view` itself, or, in a simulated run with folding on, a copy in the memory
 /// every rank's copy at `site` shares, its memory added to `keep` (which must
 /// outlive the copy). For a contiguous View that holds the same values on
