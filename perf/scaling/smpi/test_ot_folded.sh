@@ -9,11 +9,7 @@
 #
 #   test_ot_folded.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
 set -eu
-kotml=$1 source=$2 work=$3
-run="$source/perf/scaling/smpi_run.sh --platform $source/perf/scaling/platforms/fat_tree_ib_hdr100_1152.xml --host-speed 1Gf --kotml $kotml --ranks 4"
-rm -rf "$work" && mkdir -p "$work"
-python=/usr/bin/python3
-[ -x "$python" ] || python=python3
+. "$(dirname "$0")/folded_test_common.sh"
 $python - "$work/points.h5" <<'PY'
 import sys
 import h5py
