@@ -7,9 +7,11 @@
 #include <cmath>
 #include <string>
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "kotml/core/error.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/dist/comm.hpp"
 
 namespace kotml::cli {
@@ -25,11 +27,21 @@ inline bool has(const po::variables_map& vm, const std::string& name) {
   return vm.count(name) > 0 && !vm[name].defaulted();
 }
 
+/// An option's value in a message: integers as they are, floating-point values
+/// in six significant digits (log::number_text), so that 1e-9 is not "0.000000".
+template <class T>
+std::string value_text(T value) {
+  if constexpr (std::is_floating_point<T>::value)
+    return log::number_text(static_cast<double>(value));
+  else
+    return std::to_string(value);
+}
+
 template <class T>
 T positive(const po::variables_map& vm, const std::string& name) {
   const T value = vm[name].as<T>();
   if (!(value > T(0)) || !std::isfinite(static_cast<double>(value)))
-    throw Error::option(name, "must be positive, got " + std::to_string(value));
+    throw Error::option(name, "must be positive, got " + value_text(value));
   return value;
 }
 
@@ -37,7 +49,7 @@ template <class T>
 T non_negative(const po::variables_map& vm, const std::string& name) {
   const T value = vm[name].as<T>();
   if (!(value >= T(0)) || !std::isfinite(static_cast<double>(value)))
-    throw Error::option(name, "must be zero or positive, got " + std::to_string(value));
+    throw Error::option(name, "must be zero or positive, got " + value_text(value));
   return value;
 }
 
@@ -45,8 +57,7 @@ template <class T>
 T in_range(const po::variables_map& vm, const std::string& name, T lo, T hi) {
   const T value = vm[name].as<T>();
   if (!(value >= lo && value <= hi))
-    throw Error::option(name, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                                  "], got " + std::to_string(value));
+    throw Error::option(name, "must be in [" + value_text(lo) + ", " + value_text(hi) + "], got " + value_text(value));
   return value;
 }
 

@@ -11,6 +11,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/log.hpp"
+#include "kotml/core/progress.hpp"
 #include "kotml/data/normalize_total.hpp"
 #include "kotml/data/sparse.hpp"
 #include "kotml/io/anndata.hpp"
@@ -181,12 +182,12 @@ PrepReport run_prep(const PrepOptions& o) {
     for (const double r : pca_result.variance_ratio) report.explained_variance += r;
     if (!pca_result.converged && pca_result.solver == PcaSolver::dense)
       report.warnings.push_back("PCA: the dense eigensolver's relative residual " +
-                                std::to_string(pca_result.residual) + " is above --pca-tol " +
-                                std::to_string(po.tol) + ", which is below what double precision reaches");
+                                log::number_text(pca_result.residual) + " is above --pca-tol " +
+                                log::number_text(po.tol) + ", which is below what double precision reaches");
     else if (!pca_result.converged)
       report.warnings.push_back("PCA stopped at a Lanczos basis of " + std::to_string(pca_result.basis_size) +
-                                " vectors with relative residual " + std::to_string(pca_result.residual) +
-                                " (tolerance " + std::to_string(po.tol) +
+                                " vectors with relative residual " + log::number_text(pca_result.residual) +
+                                " (tolerance " + log::number_text(po.tol) +
                                 "); trailing components may be inexact (raise --pca-max-basis)");
   }
 

@@ -16,7 +16,7 @@ SplitSizes split_sizes(std::int64_t n_samples, double train_size, std::optional<
     throw Error::option("test-size", "must be a fraction in (0, 1), got " + log::number_text(*test_size));
   if (test_size && train_size + *test_size > 1.0)
     throw Error::option("test-size", "train size + test size = " +
-                                         std::to_string(train_size + *test_size) +
+                                         log::number_text(train_size + *test_size) +
                                          " exceeds 1");
   SplitSizes sizes;
   sizes.train = static_cast<std::int64_t>(std::floor(train_size * static_cast<double>(n_samples)));

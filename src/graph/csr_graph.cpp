@@ -5,6 +5,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/core/progress.hpp"
 
 namespace kotml::graph {
 namespace {
@@ -192,7 +193,7 @@ CsrGraph<MemSpace> graph_from_csr(std::int64_t n, const std::vector<std::int64_t
       });
       require(std::isfinite(data[e]) && data[e] >= 0.0, source, "data", [&] {
         return "edge (" + std::to_string(i) + ", " + std::to_string(j) + ") has length " +
-               std::to_string(data[e]) + "; lengths must be finite and non-negative";
+               log::number_text(data[e]) + "; lengths must be finite and non-negative";
       });
       from(e) = static_cast<NodeId>(i);
       to(e) = static_cast<NodeId>(j);

@@ -39,9 +39,9 @@ void run_update(const AdamUpdate& update, std::size_t n) {
 void AdamOptions::validate() const {
   if (!(lr > 0.0) || !std::isfinite(lr)) throw Error::option("lr", "must be positive, got " + log::number_text(lr));
   if (!(beta1 >= 0.0 && beta1 < 1.0))
-    throw Error::option("beta1", "must be in [0, 1), got " + std::to_string(beta1));
+    throw Error::option("beta1", "must be in [0, 1), got " + log::number_text(beta1));
   if (!(beta2 >= 0.0 && beta2 < 1.0))
-    throw Error::option("beta2", "must be in [0, 1), got " + std::to_string(beta2));
+    throw Error::option("beta2", "must be in [0, 1), got " + log::number_text(beta2));
   if (!(eps > 0.0) || !std::isfinite(eps)) throw Error::option("adam-eps", "must be positive, got " + log::number_text(eps));
 }
 

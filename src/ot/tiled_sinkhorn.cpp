@@ -339,8 +339,13 @@ struct TiledSinkhorn<T>::Impl {
     if (!comm->all(bytes + limb_bytes <= local_budget)) return;
     // Both are scratch of the joint pass's compute block, which a simulated
     // run that folds shares among its ranks where their sizes agree (they
-    // follow the slots).
-    const bool same_size = comm->max(joint.slots) == -comm->max(-joint.slots);
+    // follow the slots). Only such a run asks (folding is alike on all ranks).
+    bool same_size = false;
+    if (sim::folding()) {
+      double extremes[2] = {static_cast<double>(joint.slots), -static_cast<double>(joint.slots)};
+      comm->max_in_place(extremes, 2);
+      same_size = extremes[0] == -extremes[1];
+    }
     bool allocated = true;
     try {
       auto strips = sim::block_scratch<T>("kotml::ot::tiled_joint_strips", bytes / sizeof(T), same_size);

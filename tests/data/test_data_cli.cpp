@@ -130,6 +130,8 @@ TEST(PrepCli, BadRequestsAreOneLineExitTwoAndWriteNothing) {
   expect_one_error_line(run_kotml({"prep", input, "-o", out, "--pca-operator", "cells", "--pca-solver", "dense"}),
                         "--pca-solver");
   expect_one_error_line(run_kotml({"prep", input, "-o", out, "--pca-solver", "qr"}), "--pca-solver");
+  // A floating-point option's value in six significant digits, not std::to_string's "-0.000000".
+  expect_one_error_line(run_kotml({"prep", input, "-o", out, "--pca-tol", "-1e-9"}), "--pca-tol: must be positive, got -1e-09");
   expect_one_error_line(run_kotml({"prep", dir.file("missing.h5ad"), "-o", out}, 2), "missing.h5ad");
   EXPECT_FALSE(kotml::test::file_exists(out));
 }

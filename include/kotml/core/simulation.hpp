@@ -66,6 +66,9 @@ void sampled_items(const char* site, std::int64_t count, const std::function<voi
 void charge_nothing_for(const std::function<void()>& body);
 void* folded_allocation(std::size_t bytes, const char* site);
 void release_folded(void* memory);
+#else
+/// Outside a simulated run nothing is folded.
+inline bool folding() { return false; }
 #endif
 
 /// Runs `body`; in the recorded and replayed iterations of a sampled
