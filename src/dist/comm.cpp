@@ -13,6 +13,8 @@
 
 #include "kotml/core/log.hpp"
 #include "kotml/core/phase_timers.hpp"
+#include "kotml/dist/exchange_grid.hpp"
+#include "personal_exchange.hpp"
 
 namespace kotml::dist {
 namespace {
@@ -306,64 +308,42 @@ void Comm::allgatherv(const std::int32_t* local, std::int64_t count, std::int32_
   allgatherv_into(local, count, all, all_count, MPI_INT32_T, comm_, size_);
 }
 
-namespace {
-/// The tag of alltoallv's messages, which no other exchange on a kotml
-/// communicator uses (apsp's and gw's row gathers send with tag 0).
-constexpr int personal_exchange_tag = 7919;
-
-/// MPI_Alltoallv's result as point-to-point messages between the pairs of ranks
-/// that have values for each other, the rest skipped. kotml's exchanges are
-/// sparse (a donor's sums go to its home rank, a matrix block to its owner), and
-/// a linear MPI_Alltoallv posts a request for every pair whatever its count:
-/// SimGrid's copy of Open MPI's linear algorithm does, and at 1024 simulated
-/// ranks spent the whole run matching 2 × 1023 requests per rank for the few
-/// dozen messages of training's reduce H (perf/RESULTS.md, "train at 1024
-/// simulated ranks"). Every value lands where MPI_Alltoallv puts it.
-void exchange_with_peers(const std::int64_t* send, const std::vector<std::int64_t>& send_counts,
-                         const std::vector<std::int64_t>& send_displs, std::int64_t* out,
-                         const std::vector<std::int64_t>& recv_counts, const std::vector<std::int64_t>& recv_displs,
-                         int rank, MPI_Comm comm) {
-  const auto self = static_cast<std::size_t>(rank);
-  std::vector<MPI_Request> requests;
-  for (std::size_t r = 0; r < recv_counts.size(); ++r) {
-    if (r == self || recv_counts[r] == 0) continue;
-    requests.emplace_back();
-    MPI_Irecv(out + recv_displs[r], static_cast<int>(recv_counts[r]), MPI_INT64_T, static_cast<int>(r),
-              personal_exchange_tag, comm, &requests.back());
-  }
-  for (std::size_t r = 0; r < send_counts.size(); ++r) {
-    if (r == self || send_counts[r] == 0) continue;
-    requests.emplace_back();
-    MPI_Isend(send + send_displs[r], static_cast<int>(send_counts[r]), MPI_INT64_T, static_cast<int>(r),
-              personal_exchange_tag, comm, &requests.back());
-  }
-  std::copy(send + send_displs[self], send + send_displs[self] + send_counts[self], out + recv_displs[self]);
-  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-}
-}  // namespace
-
 std::vector<std::int64_t> Comm::alltoallv(const std::vector<std::int64_t>& send,
                                           const std::vector<std::int64_t>& send_counts,
-                                          std::vector<std::int64_t>& recv_counts) const {
+                                          std::vector<std::int64_t>& recv_counts, ExchangeRoute route) const {
   const auto ranks = static_cast<std::size_t>(size_);
   if (send_counts.size() != ranks) throw InternalError("alltoallv: one count per rank expected");
   recv_counts.assign(ranks, 0);
   MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv_counts.data(), 1, MPI_INT64_T, comm_);
-  std::vector<std::int64_t> send_displs(ranks), recv_displs(ranks);
-  std::int64_t sent = 0, received = 0;
+  ExchangeLayout layout{send_counts, std::vector<std::int64_t>(ranks), recv_counts, std::vector<std::int64_t>(ranks)};
+  std::int64_t sent = 0, received = 0, heard_from = 0;
   bool representable = true;
   for (std::size_t r = 0; r < ranks; ++r) {
     representable = representable && send_counts[r] >= 0 && send_counts[r] <= std::numeric_limits<int>::max() &&
                     recv_counts[r] >= 0 && recv_counts[r] <= std::numeric_limits<int>::max();
-    send_displs[r] = sent;
-    recv_displs[r] = received;
+    layout.send_displs[r] = sent;
+    layout.recv_displs[r] = received;
     sent += send_counts[r];
     received += recv_counts[r];
+    heard_from += r != static_cast<std::size_t>(rank_) && recv_counts[r] != 0 ? 1 : 0;
   }
-  if (!all(representable && static_cast<std::size_t>(sent) == send.size()))
+  // One collective for both: whether the counts are sound, and the most
+  // messages any rank would receive directly.
+  double verdict[3] = {representable && static_cast<std::size_t>(sent) == send.size() ? 0.0 : 1.0,
+                       static_cast<double>(heard_from), 0.0};
+  if (route != ExchangeRoute::direct && verdict[0] == 0.0) verdict[2] = grid_messages_fit(layout, rank_) ? 0.0 : 1.0;
+  max_in_place(verdict, 3);
+  if (verdict[0] != 0.0)
     throw InternalError("alltoallv: a share passes the int range of MPI counts or the counts do not match the buffer");
+  const double grid_width = ExchangeGrid(size_).width();
+  const bool through_grid =
+      verdict[2] == 0.0 && (route == ExchangeRoute::grid ||
+                            (route == ExchangeRoute::automatic && verdict[1] > grid_messages_bound * grid_width));
   std::vector<std::int64_t> out(static_cast<std::size_t>(received));
-  exchange_with_peers(send.data(), send_counts, send_displs, out.data(), recv_counts, recv_displs, rank_, comm_);
+  if (through_grid)
+    exchange_through_grid(send.data(), out.data(), layout, rank_, comm_);
+  else
+    exchange_direct(send.data(), out.data(), layout, rank_, comm_);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <new>
 #include <stdexcept>
@@ -9,6 +11,7 @@
 
 #include "kotml/core/error.hpp"
 #include "kotml/dist/comm.hpp"
+#include "kotml/dist/exchange_grid.hpp"
 
 using kotml::dist::Comm;
 
@@ -125,6 +128,21 @@ TEST(Comm, FloatGatherFillsTheCallersBufferInRankOrder) {
   EXPECT_THROW(comm.allgatherv(mine.data(), r + 1, all.data(), total + 1), kotml::InternalError);
 }
 
+namespace {
+constexpr kotml::dist::ExchangeRoute all_routes[] = {kotml::dist::ExchangeRoute::automatic,
+                                                     kotml::dist::ExchangeRoute::direct,
+                                                     kotml::dist::ExchangeRoute::grid};
+
+std::string route_name(kotml::dist::ExchangeRoute route) {
+  switch (route) {
+    case kotml::dist::ExchangeRoute::automatic: return "automatic";
+    case kotml::dist::ExchangeRoute::direct: return "direct";
+    case kotml::dist::ExchangeRoute::grid: return "grid";
+  }
+  return "?";
+}
+}  // namespace
+
 TEST(Comm, AlltoallvDeliversEachRanksShareInRankOrder) {
   // Rank r sends rank t the t + 1 values 100·r + 10·t + k; rank t receives
   // t + 1 values from each rank, in rank order.
@@ -135,17 +153,23 @@ TEST(Comm, AlltoallvDeliversEachRanksShareInRankOrder) {
     for (int k = 0; k <= t; ++k) send.push_back(100 * r + 10 * t + k);
     counts.push_back(t + 1);
   }
-  std::vector<std::int64_t> received_counts;
-  const auto received = comm.alltoallv(send, counts, received_counts);
-  ASSERT_EQ(received.size(), static_cast<std::size_t>(p * (r + 1)));
-  std::size_t at = 0;
-  for (int from = 0; from < p; ++from) {
-    EXPECT_EQ(received_counts[static_cast<std::size_t>(from)], r + 1);
-    for (int k = 0; k <= r; ++k) EXPECT_EQ(received[at++], 100 * from + 10 * r + k);
+  for (const auto route : all_routes) {
+    SCOPED_TRACE(route_name(route));
+    std::vector<std::int64_t> received_counts;
+    const auto received = comm.alltoallv(send, counts, received_counts, route);
+    ASSERT_EQ(received.size(), static_cast<std::size_t>(p * (r + 1)));
+    std::size_t at = 0;
+    for (int from = 0; from < p; ++from) {
+      EXPECT_EQ(received_counts[static_cast<std::size_t>(from)], r + 1);
+      for (int k = 0; k <= r; ++k) EXPECT_EQ(received[at++], 100 * from + 10 * r + k);
+    }
   }
   // Counts that do not match the buffer are kotml's bug, seen on every rank.
   counts[0] += comm.rank() == 0 ? 1 : 0;
-  EXPECT_THROW(comm.alltoallv(send, counts, received_counts), kotml::InternalError);
+  for (const auto route : all_routes) {
+    std::vector<std::int64_t> received_counts;
+    EXPECT_THROW(comm.alltoallv(send, counts, received_counts, route), kotml::InternalError) << route_name(route);
+  }
 }
 
 TEST(Comm, AlltoallvDeliversSparseSharesAndSkipsTheEmptyOnes) {
@@ -168,9 +192,7 @@ TEST(Comm, AlltoallvDeliversSparseSharesAndSkipsTheEmptyOnes) {
       counts[static_cast<std::size_t>(t)] += 1;
     }
   }
-  std::vector<std::int64_t> received_counts;
-  const auto received = comm.alltoallv(send, counts, received_counts);
-  std::vector<std::int64_t> expected;
+  std::vector<std::int64_t> expected, expected_counts;
   for (int from = 0; from < p; ++from) {
     const bool from_prev = (from + 1) % p == r && !(from == 0 && p > 2);
     const bool from_self = from == r && r % 2 == 1 && !from_prev;
@@ -181,9 +203,77 @@ TEST(Comm, AlltoallvDeliversSparseSharesAndSkipsTheEmptyOnes) {
       expected.push_back(-r);
       ++count;
     }
-    EXPECT_EQ(received_counts[static_cast<std::size_t>(from)], count) << "from rank " << from;
+    expected_counts.push_back(count);
   }
-  EXPECT_EQ(received, expected);
+  for (const auto route : all_routes) {
+    std::vector<std::int64_t> received_counts;
+    EXPECT_EQ(comm.alltoallv(send, counts, received_counts, route), expected) << route_name(route);
+    EXPECT_EQ(received_counts, expected_counts) << route_name(route);
+  }
+}
+
+TEST(Comm, AlltoallvThroughTheGridEqualsTheDirectExchange) {
+  // Shares of pseudo-random sizes, a third of them empty (the self share too,
+  // on some ranks), each value naming its sender, receiver and position; every
+  // rank-count's grid has a short last row from 3 ranks on.
+  Comm comm;
+  const int p = comm.size(), r = comm.rank();
+  std::vector<std::int64_t> send, counts;
+  for (int t = 0; t < p; ++t) {
+    const std::int64_t count = (7 * r + 5 * t + r * t) % 3 == 0 ? 0 : (r * 13 + t * 7) % 9 + 1;
+    for (std::int64_t k = 0; k < count; ++k) send.push_back(1000000 * r + 1000 * t + k);
+    counts.push_back(count);
+  }
+  std::vector<std::int64_t> direct_counts, grid_counts;
+  const auto direct = comm.alltoallv(send, counts, direct_counts, kotml::dist::ExchangeRoute::direct);
+  const auto grid = comm.alltoallv(send, counts, grid_counts, kotml::dist::ExchangeRoute::grid);
+  EXPECT_EQ(grid, direct);
+  EXPECT_EQ(grid_counts, direct_counts);
+  std::size_t at = 0;
+  for (int from = 0; from < p; ++from)
+    for (std::int64_t k = 0; k < direct_counts[static_cast<std::size_t>(from)]; ++k, ++at)
+      ASSERT_EQ(grid.at(at), 1000000 * from + 1000 * r + k) << "from rank " << from;
+  EXPECT_EQ(at, grid.size());
+}
+
+TEST(ExchangeGrid, EveryPairHasOneForwarderAndNoRankTalksToMoreThanThreeRootsOfP) {
+  for (int p = 1; p <= 300; ++p) {
+    const kotml::dist::ExchangeGrid grid(p);
+    const int w = grid.width();
+    ASSERT_TRUE(w * w >= p && (w - 1) * (w - 1) < p) << p;
+    const int rows = (p + w - 1) / w;
+    std::vector<int> first_hop_in(static_cast<std::size_t>(p), 0);
+    for (int s = 0; s < p; ++s)
+      for (int c = 0; c < w; ++c) {
+        const int m = grid.via(s, c);
+        ASSERT_TRUE(m >= 0 && m < p && grid.column_of(m) == c) << p << ' ' << s << ' ' << c;
+        // In s's row, or the full row above where s's short row has a gap.
+        ASSERT_TRUE(m / w == s / w || (m / w == s / w - 1 && s / w * w + c >= p)) << p << ' ' << s << ' ' << c;
+        if (c == grid.column_of(s)) {
+          ASSERT_EQ(m, s);
+        }
+        const auto sources = grid.sources_through(m);
+        ASSERT_TRUE(std::is_sorted(sources.begin(), sources.end()));
+        ASSERT_EQ(std::count(sources.begin(), sources.end(), s), 1) << p << ' ' << s << ' ' << c;
+        if (m != s) ++first_hop_in[static_cast<std::size_t>(m)];
+      }
+    for (int m = 0; m < p; ++m) {
+      // sources_through lists exactly the ranks that send through m.
+      const auto sources = grid.sources_through(m);
+      ASSERT_EQ(static_cast<int>(sources.size()) - 1, first_hop_in[static_cast<std::size_t>(m)]) << p << ' ' << m;
+      EXPECT_LE(static_cast<int>(sources.size()), 2 * w - 1) << p << ' ' << m;
+      EXPECT_LE(static_cast<int>(grid.column(grid.column_of(m)).size()), rows);
+    }
+    // Every (source, receiver) pair passes through exactly one rank of the
+    // receiver's column.
+    for (int d = 0; d < p; ++d) {
+      std::vector<int> times(static_cast<std::size_t>(p), 0);
+      for (int m : grid.column(grid.column_of(d)))
+        for (int s : grid.sources_through(m)) ++times[static_cast<std::size_t>(s)];
+      ASSERT_EQ(std::count(times.begin(), times.end(), 1), p) << p << ' ' << d;
+    }
+  }
+  EXPECT_THROW(kotml::dist::ExchangeGrid(0), kotml::InternalError);
 }
 
 TEST(Comm, SumByIdIsIndependentOfOwnership) {

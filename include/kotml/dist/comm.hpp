@@ -53,6 +53,14 @@ class CollectiveError : public Error {
 /// more ranks), anything else as a bug.
 Error failure_of_current_exception();
 
+/// How Comm::alltoallv moves its values (see there).
+enum class ExchangeRoute { automatic, direct, grid };
+
+/// The fan-in, in units of ⌈√P⌉, past which an automatic exchange goes through
+/// the grid: about what the grid's busiest rank handles in all (headers and
+/// values in the first hop, values in the second).
+inline constexpr double grid_messages_bound = 4.0;
+
 class Comm {
  public:
   explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);
@@ -128,10 +136,18 @@ class Comm {
   /// `send` holds send_counts[r] values for each rank r in rank order; returns
   /// the values every rank sent to this one, in rank order, and their counts in
   /// recv_counts. A share past MPI's int counts throws InternalError on every
-  /// rank.
+  /// rank. Shares of no values are no messages. The route changes only how the
+  /// values travel, never where they land:
+  ///  * direct: one message from each rank to each rank it has values for;
+  ///  * grid: two hops through an ExchangeGrid (kotml/dist/exchange_grid.hpp),
+  ///    at most about 3⌈√P⌉ messages per rank for twice the volume (direct
+  ///    where a grid message would pass MPI's int counts);
+  ///  * automatic: the grid where some rank would otherwise hear from more than
+  ///    grid_messages_bound · ⌈√P⌉ ranks, direct otherwise.
   std::vector<std::int64_t> alltoallv(const std::vector<std::int64_t>& send,
                                       const std::vector<std::int64_t>& send_counts,
-                                      std::vector<std::int64_t>& recv_counts) const;
+                                      std::vector<std::int64_t>& recv_counts,
+                                      ExchangeRoute route = ExchangeRoute::automatic) const;
 
   /// Deterministic sum of per-unit partial vectors. Each rank contributes the
   /// partials of the units it owns (ids[u] is unit u's global id, partials holds
