@@ -331,14 +331,18 @@ std::vector<std::int64_t> Comm::alltoallv(const std::vector<std::int64_t>& send,
   // messages any rank would receive directly.
   double verdict[3] = {representable && static_cast<std::size_t>(sent) == send.size() ? 0.0 : 1.0,
                        static_cast<double>(heard_from), 0.0};
-  if (route != ExchangeRoute::direct && verdict[0] == 0.0) verdict[2] = grid_messages_fit(layout, rank_) ? 0.0 : 1.0;
+  // An automatic exchange never takes the grid where no rank can hear from
+  // more than the bound: the fit of its messages is then not worth computing.
+  const double grid_width = ExchangeGrid(size_).width();
+  const bool grid_possible = route == ExchangeRoute::grid || (route == ExchangeRoute::automatic &&
+                                                              static_cast<double>(size_ - 1) > grid_messages_bound * grid_width);
+  if (grid_possible && verdict[0] == 0.0) verdict[2] = grid_messages_fit(layout, rank_) ? 0.0 : 1.0;
   max_in_place(verdict, 3);
   if (verdict[0] != 0.0)
     throw InternalError("alltoallv: a share passes the int range of MPI counts or the counts do not match the buffer");
-  const double grid_width = ExchangeGrid(size_).width();
   const bool through_grid =
-      verdict[2] == 0.0 && (route == ExchangeRoute::grid ||
-                            (route == ExchangeRoute::automatic && verdict[1] > grid_messages_bound * grid_width));
+      grid_possible && verdict[2] == 0.0 &&
+      (route == ExchangeRoute::grid || verdict[1] > grid_messages_bound * grid_width);
   std::vector<std::int64_t> out(static_cast<std::size_t>(received));
   if (through_grid)
     exchange_through_grid(send.data(), out.data(), layout, rank_, comm_);

@@ -85,6 +85,12 @@ struct Piece {
 
 }  // namespace
 
+// kotml's exchanges are mostly sparse (a donor's sums go to its home rank, a
+// matrix block to its owner), and a linear MPI_Alltoallv posts a request for
+// every pair whatever its count: SimGrid's copy of Open MPI's linear algorithm
+// does, and at 1024 simulated ranks spent the whole run matching 2 × 1023
+// requests per rank for the few dozen messages of training's reduce H
+// (perf/RESULTS.md, "train at 1024 simulated ranks").
 void exchange_direct(const std::int64_t* send, std::int64_t* out, const ExchangeLayout& layout, int rank,
                      MPI_Comm comm) {
   const auto self = static_cast<std::size_t>(rank);
@@ -115,9 +121,7 @@ void exchange_through_grid(const std::int64_t* send, std::int64_t* out, const Ex
   const ExchangeGrid grid(static_cast<int>(layout.send_counts.size()));
   const int width = grid.width();
   const int my_column = grid.column_of(rank);
-  const auto column_ranks = grid.column(my_column);
   const auto sources = grid.sources_through(rank);
-  const auto per_source = column_ranks.size();
   std::vector<MPI_Request> requests;
 
   // Hop 1, headers: to the rank forwarding each column, the count for each of
@@ -130,6 +134,8 @@ void exchange_through_grid(const std::int64_t* send, std::int64_t* out, const Ex
     columns[cu] = grid.column(c);
     for (int d : columns[cu]) headers_out[cu].push_back(layout.send_counts[static_cast<std::size_t>(d)]);
   }
+  const auto& column_ranks = columns[static_cast<std::size_t>(my_column)];
+  const auto per_source = column_ranks.size();
   std::vector<std::int64_t> headers_in(sources.size() * per_source);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (sources[i] == rank)

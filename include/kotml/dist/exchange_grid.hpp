@@ -12,8 +12,8 @@
 // hears from, up to P − 1 of them; an exchange where many ranks send to each
 // owner (the DE transpose of map, every rank to every gene owner) then costs
 // P² requests, and SimGrid's matching of them grows faster than that (300
-// owners × 1023 senders of 400 bytes took 62 s of simulation at 256 ranks and
-// did not finish at 1024). Through the grid a rank sends to at most w ranks and
+// owners × 255 senders of 400 bytes took 62 s of simulation at 256 ranks while
+// a build shared the machine, 0.5 s through the grid). Through the grid a rank sends to at most w ranks and
 // hears from at most 2w in the first hop, and from at most ⌈P/w⌉ in the second,
 // for twice the volume.
 
