@@ -200,8 +200,8 @@ TEST(LearnCli, TrainTestTimesItsPhasesOverRanks) {
     EXPECT_LE(phase["seconds"]["mean"].get<double>(), phase["seconds"]["max"].get<double>());
     EXPECT_GE(phase["imbalance"].get<double>(), 1.0);
   }
-  for (const char* expected : {"read", "stage", "epoch start", "triplets", "pairs", "solve", "reduce H", "optimiser step",
-                               "evaluate", "write"})
+  for (const char* expected : {"read", "stage", "pair owners", "placement", "epoch start", "triplets", "pairs", "solve",
+                               "reduce H", "optimiser step", "evaluate", "write"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   // The table on stderr names the same phases; 8 epochs x 3 splits of one full batch.
   EXPECT_NE(r.err.find("kotml train-test: time per phase over 2 rank(s), seconds"), std::string::npos) << r.err;
