@@ -1,11 +1,15 @@
 // Phase timers (kotml/core/phase_timers.hpp) and their summary over ranks
 // (kotml/dist/timer_summary.hpp): names agreed across ranks in rank 0's order,
 // min <= mean <= max, nested phases, calls, the share of the total and the
-// table and JSON forms. Durations come from sleeps, so the checks are bounds.
+// table and JSON forms. Durations come from sleeps, so the checks are bounds,
+// except the order of the ranks in "read", which is forced.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "kotml/core/phase_timers.hpp"
@@ -24,15 +28,40 @@ const dist::PhaseRow& row_named(const dist::TimerSummary& s, const std::string& 
   throw std::runtime_error("no phase " + name);
 }
 
+double seconds_of(const std::string& name) {
+  for (const auto& phase : timers::phases())
+    if (phase.name == name) return phase.seconds;
+  throw std::runtime_error("no phase " + name);
+}
+
+// Rank r times "read" for at least 10 (r + 1) ms and longer than rank r - 1
+// measured it. Sleeps alone overshoot under load and could reorder the ranks;
+// passing each rank's measured time on makes the order hold on any schedule.
+void time_read_longer_on_each_later_rank(const dist::Comm& comm) {
+  std::optional<timers::Scope> read;
+  read.emplace("read");
+  const auto started = std::chrono::steady_clock::now();
+  double previous = 0.0;
+  for (int turn = 0; turn < comm.size(); ++turn) {
+    double measured = 0.0;
+    if (comm.rank() == turn) {
+      const double target = std::max(0.010 * (turn + 1), previous + 0.002);
+      while (std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < target)
+        sleep_ms(1);
+      read.reset();  // the scope's time includes the stopwatch's, so it exceeds previous
+      measured = seconds_of("read");
+    }
+    comm.bcast(&measured, sizeof measured, turn);
+    previous = measured;
+  }
+}
+
 }  // namespace
 
 TEST(TimerSummary, PhasesAgreeAcrossRanksWithMinMeanMaxAndNesting) {
   const dist::Comm comm;
   timers::reset();
-  {
-    const auto read = timers::scope("read");
-    sleep_ms(10 + 10 * comm.rank());  // rank r: 10 (r + 1) ms, so max > min with several ranks
-  }
+  time_read_longer_on_each_later_rank(comm);
   for (int call = 0; call < 3; ++call) {
     const auto solve = timers::scope("solve");
     const auto inner = timers::scope("sinkhorn");
