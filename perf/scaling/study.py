@@ -122,6 +122,8 @@ def kotml_arguments(args, kotml, size, inputs, run):
         sides = ["--query-label-col", "cell_type", "--ref-label-col", "cell_type", "--query-sample-col", "sample",
                  "--ref-sample-col", "sample"]
         memory = ["--cost-memory", args.cost_memory] if args.cost_memory else []
+        if args.column_sum_memory:
+            memory += ["--column-sum-memory", args.column_sum_memory]
         if args.cost_storage:
             memory += ["--cost-storage", args.cost_storage]
         fixed = ["--threshold", "0"] if args.fixed_iterations else []
@@ -173,6 +175,9 @@ def parse_arguments(argv):
     p.add_argument("--dims", type=int, default=16, help="apsp, ot: coordinates per point")
     p.add_argument("--repeats", type=int, default=1, help="runs per rank count (the fastest is kept)")
     p.add_argument("--cost-memory", default="", help="map: kotml's --cost-memory per rank (default: kotml's own)")
+    p.add_argument("--column-sum-memory", default="",
+                   help="map: kotml's --column-sum-memory per rank, the chunk of the plan's column sums (default: "
+                        "kotml's own); smaller chunks keep the simulated ranks' copies of them small")
     p.add_argument("--cost-storage", choices=["automatic", "stored", "online"],
                    help="map: kotml's --cost-storage (default: kotml's own, automatic)")
     p.add_argument("--smpi-samples", type=int, default=0,

@@ -39,7 +39,10 @@ void declare_sinkhorn_options(OptionGroups& groups, const std::string& default_p
       ("online", po::bool_switch(), "Sinkhorn: the same as --cost-storage online")
       ("cost-memory", po::value<std::int64_t>(),
          "Sinkhorn: bytes per rank for stored costs, or for the row strips that let recomputed costs serve "
-         "an alternating iteration in one pass (default: a quarter of the rank's free memory)");
+         "an alternating iteration in one pass (default: a quarter of the rank's free memory)")
+      ("column-sum-memory", po::value<std::int64_t>(),
+         "Sinkhorn: bytes per rank for the limbs of one chunk of the plan's exact column sums (cluster masses, "
+         "block sums, gradients); smaller chunks take more allreduces and give the same bits (default 64 MiB)");
 }
 
 ot::TiledSinkhornOptions sinkhorn_options(const po::variables_map& vm) {
@@ -65,6 +68,12 @@ ot::TiledSinkhornOptions sinkhorn_options(const po::variables_map& vm) {
     const auto bytes = option<std::int64_t>(vm, "cost-memory");
     if (bytes < 1) throw Error::option("cost-memory", "must be a positive number of bytes, got " + std::to_string(bytes));
     o.cost_memory = static_cast<std::size_t>(bytes);
+  }
+  if (has(vm, "column-sum-memory")) {
+    const auto bytes = option<std::int64_t>(vm, "column-sum-memory");
+    if (bytes < 1)
+      throw Error::option("column-sum-memory", "must be a positive number of bytes, got " + std::to_string(bytes));
+    o.column_chunk_bytes = static_cast<std::size_t>(bytes);
   }
   o.validate();
   return o;

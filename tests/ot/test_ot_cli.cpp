@@ -319,6 +319,8 @@ TEST(OtCli, TiledSinkhornIsTheSameOnThreeRanks) {
   Problem p;
   p.n = 150;  // three row tiles: one per rank
   p.x = test::normal_points(150, 3, 2010);
+  p.m = 600;  // three column tiles
+  p.y = test::normal_points(600, 3, 2011, 0.5);
   write_input(dir.file("in.h5"), p, false);
   const std::vector<std::string> args{"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--precision",
                                       "float", "--tau-a", "0.9", "--epsilon", "0.1"};
@@ -331,6 +333,14 @@ TEST(OtCli, TiledSinkhornIsTheSameOnThreeRanks) {
   const auto three = run(3, dir.file("three.h5"));
   EXPECT_EQ(one["cost"], three["cost"]);
   EXPECT_EQ(one["error"], three["error"]);
+  EXPECT_EQ(one["marginal_error"], three["marginal_error"]);
+  // Column sums in chunks of one column tile (1 byte asks for the least) are
+  // the bits of one chunk, on three ranks too.
+  auto chunked = args;
+  chunked.insert(chunked.end(), {"--column-sum-memory", "1", "-o", dir.file("chunked.h5")});
+  const auto small = parse(run_kotml(chunked, 3));
+  EXPECT_EQ(small["marginal_error"], one["marginal_error"]);
+  EXPECT_EQ(small["mass"], one["mass"]);
   EXPECT_EQ(three["ranks"], 3);
   const auto a = io::h5::File::open_read(dir.file("one.h5")), b = io::h5::File::open_read(dir.file("three.h5"));
   EXPECT_EQ(a.read<double>("/f"), b.read<double>("/f"));
@@ -377,6 +387,8 @@ TEST(OtCli, NumericalFailureAndOutputsOntoInputsAreErrors) {
   }
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--cost-memory", "0"},
                    "--cost-memory");
+  expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--column-sum-memory", "-1"},
+                   "--column-sum-memory");
   expect_one_error({"ot", "--input", dir.file("in.h5"), "--solver", "sinkhorn", "--updates", "jacobi"}, "--updates");
   expect_one_error({"ot", "--source", dir.file("in.h5"), "--solver", "sinkhorn"}, "--target");
 }
