@@ -121,18 +121,24 @@ ClusterMapping finish_mapping(const MappingSums& sums, const std::vector<double>
 ClusterMapping cluster_mapping(const std::vector<double>& column_mass, std::int64_t n_query,
                                const std::vector<double>& b, const std::vector<std::int32_t>& reference_codes,
                                std::int64_t n_reference, const std::vector<double>& query_cluster_mass) {
+  require(static_cast<std::int64_t>(column_mass.size()) == n_query * static_cast<std::int64_t>(b.size()), "", "",
+          "cluster mapping: column mass and b of inconsistent sizes");
+  return cluster_mapping(column_mass.data(), n_query, b, reference_codes, n_reference, query_cluster_mass);
+}
+
+ClusterMapping cluster_mapping(const double* column_mass, std::int64_t n_query, const std::vector<double>& b,
+                               const std::vector<std::int32_t>& reference_codes, std::int64_t n_reference,
+                               const std::vector<double>& query_cluster_mass) {
   const auto m = static_cast<std::int64_t>(b.size());
-  require(reference_codes.size() == b.size() && static_cast<std::int64_t>(column_mass.size()) == n_query * m, "", "",
-          "cluster mapping: column mass, b and reference codes of inconsistent sizes");
-  const MappingSums sums =
-      mapping_sums(column_mass.data(), n_query, m, b.data(), reference_codes.data(), n_reference);
+  require(reference_codes.size() == b.size(), "", "", "cluster mapping: b and reference codes of inconsistent sizes");
+  const MappingSums sums = mapping_sums(column_mass, n_query, m, b.data(), reference_codes.data(), n_reference);
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(n_reference), 0);
   for (const auto c : reference_codes) ++sizes[static_cast<std::size_t>(c)];
   std::vector<double> totals(static_cast<std::size_t>(n_query), 0.0);
   for (std::int64_t x = 0; x < n_query; ++x)
     for (std::int64_t y = 0; y < n_reference; ++y)
       totals[static_cast<std::size_t>(x)] += sums.ratio[static_cast<std::size_t>(x * n_reference + y)];
-  const auto js = jensen_shannon_sums(column_mass.data(), n_query, m, b.data(), reference_codes.data(), n_reference,
+  const auto js = jensen_shannon_sums(column_mass, n_query, m, b.data(), reference_codes.data(), n_reference,
                                       totals, sizes);
   return finish_mapping(sums, js, sizes, query_cluster_mass);
 }

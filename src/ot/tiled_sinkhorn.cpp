@@ -1502,6 +1502,14 @@ double TiledSinkhorn<T>::epsilon() {
 template <class T>
 std::vector<double> TiledSinkhorn<T>::transpose_apply(const std::vector<double>& u,
                                                       const std::vector<std::int32_t>& groups, std::int32_t n_groups) {
+  std::vector<double> out(static_cast<std::size_t>(std::max<std::int32_t>(n_groups, 0) * impl_->m));
+  transpose_apply(u, groups, n_groups, out.data());
+  return out;
+}
+
+template <class T>
+void TiledSinkhorn<T>::transpose_apply(const std::vector<double>& u, const std::vector<std::int32_t>& groups,
+                                       std::int32_t n_groups, double* out) {
   Impl& s = *impl_;
   ProfilingRegion region("kotml::ot::tiled_transpose_apply");
   if (u.size() != s.f.size() || groups.size() != s.f.size() || n_groups < 1)
@@ -1520,7 +1528,6 @@ std::vector<double> TiledSinkhorn<T>::transpose_apply(const std::vector<double>&
   // sweep; the limbs (groups × columns × 4) stay bounded for many groups and
   // columns (30 clusters × 10^6 columns would be 960 MB, twice with the reduction).
   const std::int64_t chunk = s.column_chunk_tiles(n_groups * detail::tile_cols * detail::column_limbs);
-  std::vector<double> out(static_cast<std::size_t>(n_groups * s.m));
   bool held = true;
   for (std::int64_t first = 0; first < s.data.col_tiles; first += chunk) {
     const std::int64_t tiles = std::min(chunk, s.data.col_tiles - first);
@@ -1541,7 +1548,6 @@ std::vector<double> TiledSinkhorn<T>::transpose_apply(const std::vector<double>&
   }
   if (!held)
     throw Error("", "plan", "a column sum of the plan is too large to be held exactly (weights above 2^32?)");
-  return out;
 }
 
 template <class T>

@@ -77,6 +77,10 @@ ClusterMapping finish_mapping(const MappingSums& sums, const std::vector<double>
 ClusterMapping cluster_mapping(const std::vector<double>& column_mass, std::int64_t n_query,
                                const std::vector<double>& b, const std::vector<std::int32_t>& reference_codes,
                                std::int64_t n_reference, const std::vector<double>& query_cluster_mass);
+/// The same from column_mass[0, n_query·m), m = b.size().
+ClusterMapping cluster_mapping(const double* column_mass, std::int64_t n_query, const std::vector<double>& b,
+                               const std::vector<std::int32_t>& reference_codes, std::int64_t n_reference,
+                               const std::vector<double>& query_cluster_mass);
 
 // ----------------------------------------------------------------- distance
 

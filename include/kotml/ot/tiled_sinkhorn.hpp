@@ -263,6 +263,10 @@ class TiledSinkhorn {
   /// count. u and groups: this rank's rows. Row-major n_groups × m.
   std::vector<double> transpose_apply(const std::vector<double>& u, const std::vector<std::int32_t>& groups,
                                       std::int32_t n_groups);
+  /// The same into out[0, n_groups·m), host memory the caller holds (such as a
+  /// sim::folded buffer: every rank writes the same values, itself).
+  void transpose_apply(const std::vector<double>& u, const std::vector<std::int32_t>& groups, std::int32_t n_groups,
+                       double* out);
   /// out(i, q) = Σ over columns j with group_j = q of T_ij·v_j, this rank's rows
   /// (row-major count × n_groups).
   std::vector<double> apply(const std::vector<double>& v, const std::vector<std::int32_t>& groups,
