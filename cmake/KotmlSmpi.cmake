@@ -68,6 +68,14 @@ function(_kotml_smpi_attach_clock)
     FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed"
     TIMEOUT 300)
 
+  # Folded buffers of a map, with plain buffers placed where freed folded ones were: the same tables.
+  add_test(NAME smpi_map_folded_8_ranks
+    COMMAND "${PROJECT_SOURCE_DIR}/perf/scaling/smpi/test_map_folded.sh" "$<TARGET_FILE:kotml>" "${PROJECT_SOURCE_DIR}"
+            "${CMAKE_BINARY_DIR}/smpi_map_folded")
+  set_tests_properties(smpi_map_folded_8_ranks PROPERTIES
+    FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed|FAIL"
+    TIMEOUT 300)
+
   # Folded points, neighbours and graph of apsp: the same lengths as without folding.
   add_test(NAME smpi_apsp_folded_4_ranks
     COMMAND "${PROJECT_SOURCE_DIR}/perf/scaling/smpi/test_apsp_folded.sh" "$<TARGET_FILE:kotml>" "${PROJECT_SOURCE_DIR}"
