@@ -12,16 +12,11 @@
 #
 #   test_map_folded.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
 set -eu
-kotml=$1 source=$2 work=$3
-run="$source/perf/scaling/smpi_run.sh --platform $source/perf/scaling/platforms/fat_tree_ib_hdr100_1152.xml --host-speed 1Gf --kotml $kotml --ranks 8"
-rm -rf "$work" && mkdir -p "$work"
-cohort="simulate --kind scrna --donors-per-class 3 --cells-per-donor 60 --n-genes 120 --quiet"
-$run --ranks 1 --log "$work/q.log" -- $cohort --seed 2 -o "$work/q.h5ad"
-$run --ranks 1 --log "$work/r.log" -- $cohort --seed 3 -o "$work/r.h5ad"
+. "$(dirname "$0")/map_test_cohorts.sh"
 map="map $work/q.h5ad $work/r.h5ad --query-label-col cell_type --ref-label-col cell_type --query-sample-col sample
   --ref-sample-col sample --n-top-genes 50 --max-iter 10 --threshold 0 --cost-storage online --verbose"
-MALLOC_MMAP_THRESHOLD_=4096 $run --fold --log "$work/folded.log" -- $map --out "$work/folded"
-MALLOC_MMAP_THRESHOLD_=4096 $run --log "$work/plain.log" -- $map --out "$work/plain"
+MALLOC_MMAP_THRESHOLD_=4096 $run --ranks 8 --fold --log "$work/folded.log" -- $map --out "$work/folded"
+MALLOC_MMAP_THRESHOLD_=4096 $run --ranks 8 --log "$work/plain.log" -- $map --out "$work/plain"
 for log in folded plain; do
   grep -q "kotml map: time per phase over 8 rank" "$work/$log.log" || { echo "FAIL: the $log run did not finish"; exit 1; }
 done

@@ -10,12 +10,7 @@
 #
 #   test_map_replay.sh KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR
 set -eu
-kotml=$1 source=$2 work=$3
-run="$source/perf/scaling/smpi_run.sh --platform $source/perf/scaling/platforms/fat_tree_ib_hdr100_1152.xml --host-speed 1Gf --kotml $kotml"
-rm -rf "$work" && mkdir -p "$work"
-cohort="simulate --kind scrna --donors-per-class 3 --cells-per-donor 60 --n-genes 120 --quiet"
-$run --ranks 1 --log "$work/q.log" -- $cohort --seed 2 -o "$work/q.h5ad"
-$run --ranks 1 --log "$work/r.log" -- $cohort --seed 3 -o "$work/r.h5ad"
+. "$(dirname "$0")/map_test_cohorts.sh"
 $run --ranks 4 --samples 1 --fold --json "$work/run.json" --log "$work/map.log" -- map "$work/q.h5ad" "$work/r.h5ad" \
   --out "$work/out" --query-label-col cell_type --ref-label-col cell_type --query-sample-col sample \
   --ref-sample-col sample --n-top-genes 50 --max-iter 30 --threshold 0 --cost-storage stored --verbose
