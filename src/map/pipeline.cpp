@@ -157,23 +157,24 @@ std::vector<std::int32_t> local_slice(const std::vector<std::int32_t>& all, cons
 }
 
 /// The cluster mappings from the column masses Tᵀ·1[ℓ = x] (k_q × m). They
-/// are the same exact sums on every rank, so a simulated run folds them (the
-/// one buffer of k_q × m that grows with the reference on every rank).
+/// are the same exact sums on every rank, so a simulated run whose solve spans
+/// every process folds them (the one buffer of k_q × m that grows with the
+/// reference on every rank).
 template <class T>
-void aggregate_mapping(ot::TiledSinkhorn<T>& solver, const MapInput& query, const MapInput& reference,
-                       MapResult& result) {
+void aggregate_mapping(const dist::Comm& comm, ot::TiledSinkhorn<T>& solver, const MapInput& query,
+                       const MapInput& reference, MapResult& result) {
   const timers::Scope timed("mapping");
   const auto k_q = static_cast<std::int32_t>(query.n_clusters());
   const auto codes = local_slice(query.clusters.codes, result.rows);
   const auto column_mass = sim::folded<double, HostSpace>(
-      "kotml::map::column_mass", static_cast<std::size_t>(k_q * reference.n_cells()), true);
+      "kotml::map::column_mass", static_cast<std::size_t>(k_q * reference.n_cells()), comm.spans_world());
   solver.transpose_apply(std::vector<double>(static_cast<std::size_t>(result.rows.count), 1.0), codes, k_q,
                          column_mass.view.data());
   std::vector<double> query_cluster_mass(static_cast<std::size_t>(k_q), 0.0);
   for (std::size_t i = 0; i < result.a.size(); ++i)
     query_cluster_mass[static_cast<std::size_t>(query.clusters.codes[i])] += result.a[i];
-  result.mapping = cluster_mapping(column_mass.view.data(), k_q, result.b, reference.clusters.codes, reference.n_clusters(),
-                                   query_cluster_mass);
+  result.mapping = cluster_mapping(column_mass.view.data(), k_q, result.b, reference.clusters.codes,
+                                   reference.n_clusters(), query_cluster_mass);
 }
 
 /// The block distances over each cluster's sampled cells.
@@ -279,7 +280,7 @@ MapResult solve_in(const dist::Comm& comm, const MapInput& query, const MapInput
 
   timed.reset();
   start = std::chrono::steady_clock::now();
-  aggregate_mapping(solver, query, reference, result);
+  aggregate_mapping(comm, solver, query, reference, result);
   result.seconds_mapping = seconds_since(start);
   log::info("map: mapping " + std::to_string(result.seconds_mapping) + " s");
   start = std::chrono::steady_clock::now();

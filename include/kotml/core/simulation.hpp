@@ -65,7 +65,8 @@ void sampled_block(const char* site, const std::function<void()>& body, std::vec
 void sampled_items(const char* site, std::int64_t count, const std::function<void(std::int64_t)>& item);
 void charge_nothing_for(const std::function<void()>& body);
 void* folded_allocation(std::size_t bytes, const char* site);
-void release_folded(void* memory);
+/// Frees a folded_allocation of `bytes` (as asked for).
+void release_folded(void* memory, std::size_t bytes);
 #else
 /// Outside a simulated run nothing is folded.
 inline bool folding() { return false; }
@@ -163,8 +164,10 @@ template <class T, class Space = MemSpace>
 Folded<T, Space> folded(const char* site, std::size_t n, bool same_everywhere) {
 #ifdef KOTML_SMPI
   if (same_everywhere && folding() && std::is_same<Space, HostSpace>::value) {
-    void* raw = folded_allocation(n * sizeof(T), site);
-    return {Vector<T, Space>(static_cast<T*>(raw), n), std::shared_ptr<void>(raw, release_folded)};
+    const std::size_t bytes = n * sizeof(T);
+    void* raw = folded_allocation(bytes, site);
+    return {Vector<T, Space>(static_cast<T*>(raw), n),
+            std::shared_ptr<void>(raw, [bytes](void* memory) { release_folded(memory, bytes); })};
   }
 #else
   (void)same_everywhere;

@@ -180,22 +180,10 @@ Replay::Step Replay::begin(int iteration) {
   return state.step;
 }
 
-namespace {
-/// This rank's folded allocations and their sizes (kotml's globals are the
-/// rank's own: the binary is privatised per rank).
-std::unordered_map<void*, std::size_t>& folded_sizes() {
-  static std::unordered_map<void*, std::size_t> sizes;
-  return sizes;
-}
-}  // namespace
-
 void* folded_allocation(std::size_t bytes, const char* site) {
   // smpi/shared-malloc:local keys the memory by (file, line): the site's name
   // and 0 here. A size of 0 is a plain allocation in SMPI.
-  const std::size_t size = bytes == 0 ? 1 : bytes;
-  void* memory = smpi_shared_malloc(size, site, 0);
-  folded_sizes()[memory] = size;
-  return memory;
+  return smpi_shared_malloc(bytes == 0 ? 1 : bytes, site, 0);
 }
 
 // SimGrid 3.32's smpi_shared_free unmaps the rank's mapping but forgets its
@@ -206,15 +194,10 @@ void* folded_allocation(std::size_t bytes, const char* site) {
 // map's Sinkhorn errors went wrong at 64 simulated ranks with
 // MALLOC_MMAP_THRESHOLD_=16384. So the range stays reserved, inaccessible and
 // without memory behind it, until the process ends.
-void release_folded(void* memory) {
-  auto& sizes = folded_sizes();
-  const auto found = sizes.find(memory);
-  const std::size_t size = found == sizes.end() ? 0 : found->second;
-  if (found != sizes.end()) sizes.erase(found);
+void release_folded(void* memory, std::size_t bytes) {
   smpi_shared_free(memory);
-  if (size == 0) return;
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t length = (size + page - 1) / page * page;
+  const std::size_t length = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
   void* reserved = mmap(memory, length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (reserved != memory) {
     std::fprintf(stderr, "kotml: bug: could not reserve the address range of a folded buffer (%s)\n",
