@@ -91,6 +91,14 @@ function(_kotml_smpi_attach_clock)
   set_tests_properties(smpi_ot_online_folded_4_ranks PROPERTIES
     FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed|FAIL"
     TIMEOUT 300)
+
+  # Folded graphs, landmark embeddings and gathered target anchor distances of gw: the same plan.
+  add_test(NAME smpi_gw_landmark_folded_4_ranks
+    COMMAND "${PROJECT_SOURCE_DIR}/perf/scaling/smpi/test_gw_folded.sh" "$<TARGET_FILE:kotml>" "${PROJECT_SOURCE_DIR}"
+            "${CMAKE_BINARY_DIR}/smpi_gw")
+  set_tests_properties(smpi_gw_landmark_folded_4_ranks PROPERTIES
+    FAIL_REGULAR_EXPRESSION "CRITICAL|Aborted|Execution failed|FAIL"
+    TIMEOUT 300)
 endfunction()
 enable_testing()  # for the smoke test added below, at the end of the top-level CMakeLists.txt
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL _kotml_smpi_attach_clock)

@@ -113,8 +113,8 @@ void BM_SampledGw(benchmark::State& state) {
       ps = gw::precomputed_from_graph(gs, comm);
       pt = gw::precomputed_from_graph(gt, comm);
     } else if (mode == gw::DistanceMode::landmark) {
-      ps = gw::landmark_provider(gs, 50);
-      pt = gw::landmark_provider(gt, 50);
+      ps = gw::landmark_provider(gs, 50, comm.spans_world());
+      pt = gw::landmark_provider(gt, 50, comm.spans_world());
     } else {
       ps = gw::dijkstra_provider(gs, 2000, comm);
       pt = gw::dijkstra_provider(gt, 2000, comm);

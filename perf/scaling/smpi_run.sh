@@ -20,8 +20,9 @@
 #                      same state) and charges each compute block the mean of its R runs
 #                      (default 1)
 #   --fold             fold the buffers that every rank holds alike (the reference's features,
-#                      y's packed copy, apsp's points, neighbours and graph; with --samples also
-#                      apsp's output rows), and the joint pass's scratch (its row strips and
+#                      y's packed copy, apsp's points, the kNN neighbours and graphs of apsp and
+#                      gw, gw's landmark embeddings and gathered target anchor distances; with
+#                      --samples also apsp's output rows), and the joint pass's scratch (its row strips and
 #                      slot limbs over recomputed costs): every rank's allocation at one site
 #                      maps the same memory (smpi/shared-malloc:local), so P ranks hold one copy
 #   --cfg KEY:VALUE    one more SimGrid option (repeatable; it wins over the script's), e.g.

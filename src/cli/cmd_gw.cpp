@@ -65,7 +65,7 @@ std::unique_ptr<gw::DistanceProvider> provider_for(const Side& side, gw::Distanc
   switch (mode) {
     case gw::DistanceMode::precomputed: return gw::precomputed_from_graph(g, comm);
     case gw::DistanceMode::dijkstra: return gw::dijkstra_provider(g, cache_rows, comm);
-    case gw::DistanceMode::landmark: return gw::landmark_provider(g, landmarks);
+    case gw::DistanceMode::landmark: return gw::landmark_provider(g, landmarks, comm.spans_world());
   }
   return nullptr;
 }

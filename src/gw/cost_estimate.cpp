@@ -59,9 +59,11 @@ void normalise(DistanceBlock raw, const BlockScale& scale, Matrix<S> out) {
 template <class S>
 CostEstimate<S>::CostEstimate(std::int64_t rows, std::int64_t k, std::int64_t m, const dist::Comm& comm)
     : dx_(no_init("kotml::gw::dx"), rows, m),
-      dy_(no_init("kotml::gw::dy"), k, m),
       row_sq_(no_init("kotml::gw::row_sq"), rows),
-      col_sq_(no_init("kotml::gw::col_sq"), k) {
+      dy_memory_(sim::folded<S>("kotml::gw::dy", static_cast<std::size_t>(k * m), comm.spans_world())),
+      col_sq_memory_(sim::folded<S>("kotml::gw::col_sq", static_cast<std::size_t>(k), comm.spans_world())) {
+  dy_ = Matrix<S>(dy_memory_.view.data(), k, m);
+  col_sq_ = col_sq_memory_.view;
   // On one rank the own block is the whole block: no second copy.
   if (comm.size() == 1) {
     dy_own_ = dy_;
@@ -69,6 +71,7 @@ CostEstimate<S>::CostEstimate(std::int64_t rows, std::int64_t k, std::int64_t m,
     return;
   }
   const dist::Block own = plan_rows(k, comm.size(), comm.rank());
+  own_begin_ = own.begin;
   dy_own_ = Matrix<S>(no_init("kotml::gw::dy_own"), own.end - own.begin, m);
   col_sq_own_ = Vector<S>(no_init("kotml::gw::col_sq_own"), own.end - own.begin);
 }
@@ -82,6 +85,9 @@ double CostEstimate<S>::build(DistanceBlock dx_raw, DistanceBlock dy_own_raw, Ma
   detail::mean_squares<S>(dx_, row_sq_);
   detail::mean_squares<S>(dy_own_, col_sq_own_);
   if (comm.size() > 1) {
+    const auto first = static_cast<std::size_t>(own_begin_);
+    sim::write_own_block(dy_memory_, dy_own_.data(), dy_own_.span(), first * dy_.extent(1));
+    sim::write_own_block(col_sq_memory_, col_sq_own_.data(), col_sq_own_.span(), first);
     allgather_rows(comm, dy_own_, dy_);
     allgather_rows(comm, col_sq_own_, col_sq_);
   }

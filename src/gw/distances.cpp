@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <list>
+#include <memory>
 #include <unordered_map>
+#include <utility>
 
 #include "kotml/core/device_copy.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/core/simulation.hpp"
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/dijkstra.hpp"
 #include "kotml/graph/landmarks.hpp"
@@ -220,7 +223,8 @@ class DijkstraDistances final : public DistanceProvider {
 // --------------------------------------------------------------------- landmark
 class LandmarkDistances final : public DistanceProvider {
  public:
-  explicit LandmarkDistances(DistanceBlock embedding) : z_(embedding) {}
+  LandmarkDistances(DistanceBlock embedding, std::vector<std::shared_ptr<void>> shared_memory)
+      : z_(embedding), shared_memory_(std::move(shared_memory)) {}
   std::int64_t size() const override { return z_.extent(0); }
   std::int64_t dijkstra_runs() const override { return z_.extent(1); }
 
@@ -232,6 +236,7 @@ class LandmarkDistances final : public DistanceProvider {
 
  private:
   DistanceBlock z_;  // n × L: distance of each node to each landmark
+  std::vector<std::shared_ptr<void>> shared_memory_;  // z_'s, where a simulated run folds it
 };
 
 }  // namespace
@@ -289,11 +294,13 @@ std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpa
 }
 
 std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks) {
+                                                    std::int64_t landmarks, bool same_everywhere) {
   const auto lm = graph::farthest_point_landmarks(g, landmarks);
   DistanceBlock z(no_init("kotml::gw::landmark_embedding"), g.n, lm.nodes.size());
   transpose_to_float(lm.distances, z);
-  return std::make_unique<LandmarkDistances>(z);
+  std::vector<std::shared_ptr<void>> shared_memory;
+  z = sim::shared_copy("kotml::gw::landmark_embedding", z, same_everywhere, shared_memory);
+  return std::make_unique<LandmarkDistances>(z, std::move(shared_memory));
 }
 
 }  // namespace kotml::gw

@@ -24,7 +24,7 @@ std::unique_ptr<DistanceProvider> provider(DistanceMode mode, const graph::CsrGr
   switch (mode) {
     case DistanceMode::precomputed: return precomputed_from_graph(g, comm);
     case DistanceMode::dijkstra: return dijkstra_provider(g, 16, comm);  // small: evictions happen
-    case DistanceMode::landmark: return landmark_provider(g, 10);
+    case DistanceMode::landmark: return landmark_provider(g, 10, comm.spans_world());
   }
   return nullptr;
 }

@@ -75,8 +75,8 @@ const SampledGwResult& run_mode(DistanceMode mode, bool mixed) {
       pt = dijkstra_provider(b.gt, 2000, comm);
       break;
     case DistanceMode::landmark:
-      ps = landmark_provider(b.gs, 20);
-      pt = landmark_provider(b.gt, 20);
+      ps = landmark_provider(b.gs, 20, comm.spans_world());
+      pt = landmark_provider(b.gt, 20, comm.spans_world());
       break;
   }
   auto o = Benchmark::options();

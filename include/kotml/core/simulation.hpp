@@ -19,8 +19,9 @@
 //    sampled item by item instead: a rank runs its first item at a site (cold
 //    caches and first touches included, once), times the next N, and is
 //    charged their mean for every item after, which it skips;
-//  * folding: every rank's allocation at one site maps the same memory
-//    (SMPI_SHARED_MALLOC, smpi/shared-malloc:local).
+//  * folding: every rank's n-th allocation at one site maps the same memory
+//    (SMPI_SHARED_MALLOC, smpi/shared-malloc:local), so two buffers of one
+//    site (one for each of two clouds, say) stay apart.
 // Sampling keeps what a rank's clock reads and the run's communication, not
 // its answer: the iterates stop moving after the recorded iteration (a study
 // fixes the iteration count: no error falls below a threshold), and skipped

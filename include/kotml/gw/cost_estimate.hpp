@@ -10,12 +10,16 @@
 //   * each rank normalises only its own target rows and their mean squares,
 //     then gathers both: every rank needs all of D_Y for its Λ rows, but the
 //     per-entry work on D_Y (K × M every iteration) is then split, not repeated;
+//     the gathered D_Y (K × M) and its mean squares are the same on every rank,
+//     so a simulated run with folding keeps one copy for all ranks
+//     (core/simulation.hpp; 26 MB a rank in float at K = 32,768, M = 200);
 //   * Λ(i, k) = mean_m D_X(i, m)² + mean_m D_Y(k, m)² − (2/M) Σ_m D_X(i, m) D_Y(k, m)
 //            = (1/M) Σ_m (D_X(i, m) − D_Y(k, m))²,
 // the cross term by one GEMM per global row tile (the same calls on any rank count).
 
 #include <cstdint>
 
+#include "kotml/core/simulation.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/gw/distances.hpp"
@@ -38,6 +42,10 @@ class CostEstimate {
  private:
   Matrix<S> dx_, dy_own_, dy_;
   Vector<S> row_sq_, col_sq_own_, col_sq_;
+  // The memory of dy_ and col_sq_: folded in a simulated run that folds (each
+  // rank then writes its own rows there itself), a plain allocation otherwise.
+  sim::Folded<S> dy_memory_, col_sq_memory_;
+  std::int64_t own_begin_ = 0;  // this rank's first target row
 };
 
 extern template class CostEstimate<float>;

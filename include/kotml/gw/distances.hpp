@@ -64,7 +64,10 @@ std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpa
                                                     const dist::Comm& comm);
 /// landmark: min(landmarks, n) farthest-point landmarks from node 0. The
 /// landmark embedding is built on every rank, which then needs no communication.
+/// It is the same on every process where `same_everywhere` (the ranks span the
+/// world and build it from the same graph), so a simulated run with folding
+/// keeps one copy of it for all ranks. Calls no MPI.
 std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks);
+                                                    std::int64_t landmarks, bool same_everywhere);
 
 }  // namespace kotml::gw

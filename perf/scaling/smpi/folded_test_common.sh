@@ -1,5 +1,5 @@
 # Sourced by the ctests that compare a folded simulated run with an unfolded one
-# (test_apsp_folded.sh, test_ot_folded.sh), whose arguments are
+# (test_apsp_folded.sh, test_ot_folded.sh, test_gw_folded.sh), whose arguments are
 # KOTML_SMPI_BINARY SOURCE_DIR WORK_DIR. Sets kotml, source and work (emptied),
 # run (smpi_run.sh on 4 ranks of the IB platform) and python: Debian's, which has
 # h5py and numpy (python3-h5py, .ci/install-deps); a python3 earlier on PATH may not.

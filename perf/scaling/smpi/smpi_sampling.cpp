@@ -83,6 +83,9 @@ struct ItemSample {
 };
 std::unordered_map<std::string, ItemSample> item_samples;
 
+// folded_allocation: how many folded allocations the rank made at each site.
+std::unordered_map<std::string, int> folded_ordinals;
+
 double thread_seconds() {
   timespec now{};
   (clock_gettime)(CLOCK_THREAD_CPUTIME_ID, &now);  // the real clock, not SMPI's simulated one
@@ -181,9 +184,16 @@ Replay::Step Replay::begin(int iteration) {
 }
 
 void* folded_allocation(std::size_t bytes, const char* site) {
-  // smpi/shared-malloc:local keys the memory by (file, line): the site's name
-  // and 0 here. A size of 0 is a plain allocation in SMPI.
-  return smpi_shared_malloc(bytes == 0 ? 1 : bytes, site, 0);
+  // smpi/shared-malloc:local keys the memory by (file, line): here the site's
+  // name and how many folded allocations this rank made there before. Every
+  // rank makes the same allocations in the same order, so its n-th at a site
+  // is the others' n-th, and two buffers of one site never share memory: not
+  // two that live at once (gw's source and target landmark embeddings), nor an
+  // old one that a rank still reads and a new one that a rank ahead of it
+  // (simulated ranks run in turns between MPI calls) already writes (each
+  // cloud's gathered neighbours). A size of 0 is a plain allocation in SMPI.
+  const int ordinal = folded_ordinals[site]++;
+  return smpi_shared_malloc(bytes == 0 ? 1 : bytes, site, ordinal);
 }
 
 // SimGrid 3.32's smpi_shared_free unmaps the rank's mapping but forgets its
