@@ -15,7 +15,9 @@ Two kinds of runs are read, each giving one markdown table, rows sorted by ranks
   efficiency T(p0) / T(p) and scaled speedup (p/p0)·efficiency; 'weak-work' marks
   weak runs whose problem grew as the work (study.py --weak-growth work: each
   rank's share of an all-pairs problem fixed), 'weak' those that grew as the
-  units. Then one column
+  units. Then the peak proportional set size of the run's processes (MiB, as
+  study.py sampled it: what the machine held, a simulated run's folded buffers
+  counted once; '–' in records made before it was measured), and one column
   per outermost phase of kotml's timer table (mean seconds over ranks), and
   'other', so that the phases add up to the mean total.
 
@@ -86,7 +88,7 @@ def study_table(records):
     base = records[0]
     p0, t0 = base["ranks"], base["timers"]["total_seconds"]["max"]
     weak = base["kind"] == "weak"
-    header = ["nodes", "ranks", "command", "kind", "size", "time (s)", "speedup", "efficiency"]
+    header = ["nodes", "ranks", "command", "kind", "size", "time (s)", "speedup", "efficiency", "peak Pss (MiB)"]
     header += [f"{name} (s)" for name in phases]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in records:
@@ -99,6 +101,9 @@ def study_table(records):
         nodes = p if r["launcher"] == "smpi" else 1
         cells = [str(nodes), str(p), r["command"], kind_of(r), f"{r['size']} {r['unit']}", f"{t:.4f}",
                  f"{speedup:.2f}", f"{efficiency:.0%}"]
+        # What the machine held for the run (study.py); a record made before it was measured has none.
+        pss = r.get("peak_pss_bytes")
+        cells.append(f"{pss / 2**20:.0f}" if pss else "–")
         cells += [f"{seconds.get(name, 0.0):.4f}" for name in phases]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -15,8 +15,10 @@ so that every rank's share of it stays the same). The units are donors (train, t
 in batches mode, distances), cells of each file (map), graph nodes (apsp) and
 points of each cloud (gw, ot). kotml's own outputs go to --out/runs. Each rank
 count writes RUN.json in --out (the fastest of --repeats runs): the command
-line, the sizes, the wall time, kotml's time per phase over ranks (its
-timers.json), the launcher and the machine. slurm/collect_scaling.py turns a
+line, the sizes, the wall time, the peak proportional set size of the run's
+processes (sampled every 0.2 s from /proc: what the machine held for it, a
+simulated run's folded buffers counted once), kotml's time per phase over ranks
+(its timers.json), the launcher and the machine. slurm/collect_scaling.py turns a
 folder of them into a table and plots.
 
 Inputs are made once per size in --out/inputs with `kotml simulate` (cohorts,
@@ -67,6 +69,58 @@ def run_checked(argv, env=None, cwd=None):
         sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({result.returncode}):\n"
                  f"{result.stderr[-3000:]}")
     return result
+
+
+def tree_pss(root):
+    """Proportional set size in bytes of process `root` and its descendants: what the
+    machine holds for them, each shared page divided among its mappings (a folded
+    buffer of a simulated run counts once, not once per simulated rank as in the
+    resident size). None where /proc has no smaps_rollup."""
+    parents = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in tree:
+                tree.add(pid)
+                frontier.append(pid)
+    total, seen = 0, False
+    for pid in tree:
+        try:
+            rollup = pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in rollup.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1]) * 1024
+                seen = True
+    return total if seen else None
+
+
+def run_measured(argv, env, interval=0.2):
+    """run_checked, sampling the run's tree_pss every `interval` seconds; returns the
+    peak (None where it could not be read)."""
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        peak = None
+        while proc.poll() is None:
+            pss = tree_pss(proc.pid)
+            if pss is not None:
+                peak = max(peak or 0, pss)
+            time.sleep(interval)
+        if proc.returncode != 0:
+            err.seek(0)
+            sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({proc.returncode}):\n"
+                     f"{err.read()[-3000:]}")
+    return peak
 
 
 def simulate_cohort(kotml, path, donors, cells_per_donor, seed):
@@ -134,9 +188,10 @@ def kotml_arguments(args, kotml, size, inputs, run):
         return ["apsp", str(points), "--dataset", "x", "--k", "10", "-o", str(run.with_suffix(".h5")),
                 "--timers", str(timers)], timers
     if args.command == "gw":
+        precision = ["--mixed-precision"] if args.mixed_precision else []
         return ["gw", str(points), "--mode", "landmark", "--k", "10", "--M", "200", "--max-iter",
-                str(args.iterations), "--min-iter", str(args.iterations), "-o", str(run.with_suffix(".h5")),
-                "--timers", str(timers)], timers
+                str(args.iterations), "--min-iter", str(args.iterations), *precision, "-o",
+                str(run.with_suffix(".h5")), "--timers", str(timers)], timers
     return ["ot", "--input", str(points), "--solver", "sinkhorn", "--cost", "sqeuclidean", "--max-iter",
             str(args.iterations), "--threshold", "0", "--timers", str(timers)], timers
 
@@ -180,6 +235,8 @@ def parse_arguments(argv):
                         "kotml's own); smaller chunks keep the simulated ranks' copies of them small")
     p.add_argument("--cost-storage", choices=["automatic", "stored", "online"],
                    help="map: kotml's --cost-storage (default: kotml's own, automatic)")
+    p.add_argument("--mixed-precision", action="store_true",
+                   help="gw: kotml's --mixed-precision (a float32 plan and cost: half the memory of a rank's rows)")
     p.add_argument("--smpi-samples", type=int, default=0,
                    help="smpi: sampled compute blocks, N real runs each (smpi_run.sh --samples)")
     p.add_argument("--smpi-recorded", type=int, default=1,
@@ -203,6 +260,8 @@ def parse_arguments(argv):
         p.error("--smpi-samples and --smpi-fold are for --launcher smpi")
     if not 1 <= args.smpi_recorded <= 999 or (args.smpi_recorded > 1 and not args.smpi_samples):
         p.error("--smpi-recorded takes 1 to 999 iterations, and more than 1 only with --smpi-samples")
+    if args.mixed_precision and args.command != "gw":
+        p.error("--mixed-precision is for gw")
     if args.smpi_samples and args.command == "map" and not args.fixed_iterations:
         p.error("--smpi-samples needs --fixed-iterations for map (sampled sweeps cannot converge)")
     args.ranks = [int(r) for r in args.ranks.split(",")]
@@ -225,14 +284,14 @@ def main(argv):
             kotml_args, timers_path = kotml_arguments(args, args.kotml, size, inputs, run)
             argv = launcher_argv(args, ranks, kotml_args)
             start = time.perf_counter()
-            run_checked(argv, env=env)
+            peak_pss = run_measured(argv, env=env)
             wall = time.perf_counter() - start
             timers = json.loads(timers_path.read_text())
             if args.discard_outputs:
                 run.with_suffix(".h5").unlink(missing_ok=True)
             if best is None or timers["total_seconds"]["max"] < best[1]["total_seconds"]["max"]:
-                best = (wall, timers, argv)
-        wall, timers, argv = best
+                best = (wall, timers, argv, peak_pss)
+        wall, timers, argv, peak_pss = best
         record = {
             "study": args.out.name, "command": args.command, "kind": args.kind, "ranks": ranks,
             "unit": UNITS[args.command], "size": size, "per_rank": args.per_rank,
@@ -240,11 +299,14 @@ def main(argv):
             "launcher": args.launcher, "platform": args.platform, "host_speed": args.host_speed,
             "smpi_samples": args.smpi_samples, "smpi_recorded": args.smpi_recorded, "smpi_fold": args.smpi_fold,
             "fixed_iterations": args.fixed_iterations, "cost_storage": args.cost_storage,
-            "wall_seconds": wall, "timers": timers, "argv": argv, "machine": describe_machine(),
+            "mixed_precision": args.mixed_precision,
+            "wall_seconds": wall, "peak_pss_bytes": peak_pss, "timers": timers, "argv": argv,
+            "machine": describe_machine(),
         }
         (args.out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+        memory = f", peak Pss {peak_pss / 2**20:.0f} MiB" if peak_pss else ""
         print(f"{name}: {size} {UNITS[args.command]}, {ranks} rank(s): "
-              f"{timers['total_seconds']['max']:.3f} s (kotml), {wall:.3f} s wall", flush=True)
+              f"{timers['total_seconds']['max']:.3f} s (kotml), {wall:.3f} s wall{memory}", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ A strong train study (8 donors), a weak apsp study (150 nodes per rank) and a
 weak apsp study grown by its work (150 * sqrt(p) nodes: 150, 212), at 1 and 2
 ranks; then the tables must hold what the runs' timers say (time on the
 slowest rank, speedup and efficiency by their definitions, phases and 'other'
-adding up to the mean total), and --plots must draw three non-trivial PNGs per
+adding up to the mean total, the peak memory the driver sampled), and --plots must draw three non-trivial PNGs per
 study. Exit 0 passed, 1 failed, 77 skipped.
 """
 import json
@@ -57,6 +57,11 @@ def check_study(folder, kind, problems):
         if abs(phases - record["timers"]["total_seconds"]["mean"]) > 1e-3 + 1e-3 * phases:
             problems.append(f"{folder.name}: the phases add up to {phases}, not the mean total "
                             f"{record['timers']['total_seconds']['mean']}")
+        pss = record.get("peak_pss_bytes")
+        if not (isinstance(pss, int) and pss > 2**20):
+            problems.append(f"{folder.name}: peak Pss {pss!r} at {p} ranks, not the size of a running kotml")
+        elif row["peak Pss (MiB)"] != f"{pss / 2**20:.0f}":
+            problems.append(f"{folder.name}: peak Pss {row['peak Pss (MiB)']} MiB in the table, {pss} bytes recorded")
         expected_size = {"strong": 8, "weak": 150 * p, "weak-work": round(150 * p ** 0.5)}[kind]
         if record["size"] != expected_size:
             problems.append(f"{folder.name}: size {record['size']} at {p} ranks")
@@ -90,6 +95,12 @@ with tempfile.TemporaryDirectory() as work:
                              capture_output=True, text=True)
     if refused.returncode != 2 or "--smpi-recorded takes" not in refused.stderr:
         problems.append(f"--smpi-recorded without --smpi-samples: exit {refused.returncode}, {refused.stderr!r}")
+    # Mixed precision is gw's option.
+    refused = subprocess.run([str(a) for a in [*study, "--command", "apsp", "--kind", "weak", "--per-rank", "100",
+                                                "--mixed-precision", "--out", work / "apsp_mixed"]],
+                             capture_output=True, text=True)
+    if refused.returncode != 2 or "--mixed-precision is for gw" not in refused.stderr:
+        problems.append(f"apsp with --mixed-precision: exit {refused.returncode}, {refused.stderr!r}")
     check_study(work / "apsp_work", "weak-work", problems)
 for problem in problems:
     print("FAILED:", problem)
