@@ -208,6 +208,10 @@ Subcommand gw_subcommand() {
     auto source_distances = provider_for(source, mode, k, landmarks, cache_rows, comm);
     auto target_distances = provider_for(target, mode, k, landmarks, cache_rows, comm);
     const double setup_seconds = phase_timer.seconds();
+    // The points are needed again only for FOSCTTM's projections onto the target.
+    for (Side* side : {&source, &target})
+      if (!paired || side == &source) side->cloud = graph::PointCloud{side->cloud.source, 0, 0, {}};
+    o.keep_plan = plan_kind != "none" || paired;
     timed.emplace("solve");
     const auto result = gw::sampled_gw(*source_distances, *target_distances, o, comm,
                                        source.marginal, target.marginal);

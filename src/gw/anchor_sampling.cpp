@@ -3,18 +3,34 @@
 #include <algorithm>
 
 #include "gw_kernels.hpp"
+#include "kotml/core/simulation.hpp"
 
 namespace kotml::gw {
+
+namespace {
+
+/// n Ts that every rank computes alike from the same row masses.
+template <class T>
+Kokkos::View<T*, MemSpace> alike_on_every_rank(const char* site, std::int64_t n, bool same_everywhere,
+                                               std::vector<std::shared_ptr<void>>& keep) {
+  auto memory = sim::folded<T>(site, static_cast<std::size_t>(n), same_everywhere);
+  if (memory.memory) keep.push_back(memory.memory);
+  return memory.view;
+}
+
+}  // namespace
 
 template <class S>
 AnchorSampler<S>::AnchorSampler(std::int64_t n, std::int64_t count, const dist::Comm& comm)
     : comm_(&comm),
       count_(count),
-      weights_(no_init("kotml::gw::row_weights"), n),
-      quantised_(no_init("kotml::gw::quantised"), n),
-      cumulative_(no_init("kotml::gw::cumulative"), n),
       rows_(no_init("kotml::gw::draw_row"), count),
-      cols_(no_init("kotml::gw::draw_col"), count) {}
+      cols_(no_init("kotml::gw::draw_col"), count) {
+  const bool everywhere = comm.spans_world();
+  weights_ = alike_on_every_rank<double>("kotml::gw::row_weights", n, everywhere, shared_memory_);
+  quantised_ = alike_on_every_rank<std::int64_t>("kotml::gw::quantised", n, everywhere, shared_memory_);
+  cumulative_ = alike_on_every_rank<std::int64_t>("kotml::gw::cumulative", n, everywhere, shared_memory_);
+}
 
 template <class S>
 AnchorPairs AnchorSampler<S>::draw(Matrix<const S> plan, std::int64_t first_row,

@@ -141,6 +141,9 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
     detail::fill_from_host(q_dev, q);
     detail::outer_product_plan<S>(p_dev, q_dev, plan, row_mass);
   }
+  // Both marginals are in the solver and the plan now; every rank held them whole.
+  std::vector<double>().swap(p);
+  std::vector<double>().swap(q);
 
   // ε schedule (TorchGW): at most a tenfold decay over max_iter.
   const double eps0 = o.epsilon;
@@ -193,6 +196,7 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
     detail::momentum_update<S>(lambda, plan, sinkhorn.log_u(), sinkhorn.log_v(),
                                static_cast<S>(1.0 / eps), static_cast<S>(o.alpha), row_mass,
                                row_cost, row_change);
+    std::vector<double>().swap(per_row);  // not two copies at once on every rank
     per_row = gather_rows(comm, {row_mass, row_cost, row_change});
     step.reset();
 
@@ -233,14 +237,17 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
   }
 
   check_plan_mass(per_row, p_mass, result.final_epsilon, std::is_same<S, float>::value);
+  lambda = Matrix<S>();  // the last Λ is not needed: room for the widened rows
 
   Kokkos::View<std::int64_t*, MemSpace> match(no_init("kotml::gw::match"), rows);
   detail::row_argmax<S>(plan, match);
   auto match_h = Kokkos::create_mirror_view_and_copy(HostSpace(), match);
   const std::vector<std::int64_t> my_match(match_h.data(), match_h.data() + rows);
   result.match = comm.size() == 1 ? my_match : comm.allgatherv(my_match);
-  result.plan = Matrix<double>(no_init("kotml::gw::plan_out"), rows, k);
-  detail::widen<S>(plan, result.plan);
+  if (o.keep_plan) {
+    result.plan = Matrix<double>(no_init("kotml::gw::plan_out"), rows, k);
+    detail::widen<S>(plan, result.plan);
+  }
   Kokkos::fence();
   return result;
 }

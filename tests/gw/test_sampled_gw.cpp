@@ -150,6 +150,31 @@ TEST(SampledGw, SeedsReproduceAndDiffer) {
   EXPECT_NE(a.err_list, c.err_list);
 }
 
+TEST(SampledGw, WithoutTheKeptPlanTheSolveIsTheSame) {
+  // keep_plan only decides whether T's rows are widened into the result: the
+  // matching, costs and errors are those of a run that keeps them.
+  dist::Comm comm;
+  const auto src = spiral(120), tgt = swiss_roll(150);
+  const auto gs = graph::build_knn_graph(device_points(src), 5);
+  const auto gt = graph::build_knn_graph(device_points(tgt), 5);
+  auto ps = landmark_provider(gs, 20, comm.spans_world()), pt = landmark_provider(gt, 20, comm.spans_world());
+  SampledGwOptions o;
+  o.samples = 30;
+  o.max_iter = 20;
+  o.epsilon = 0.01;
+  o.mixed_precision = true;
+  const auto kept = sampled_gw(*ps, *pt, o, comm);
+  o.keep_plan = false;
+  const auto bare = sampled_gw(*ps, *pt, o, comm);
+  EXPECT_EQ(kept.plan.extent(0), 120u);
+  EXPECT_EQ(kept.plan.extent(1), 150u);
+  EXPECT_EQ(bare.plan.size(), 0u);
+  EXPECT_EQ(kept.match, bare.match);
+  EXPECT_EQ(kept.err_list, bare.err_list);
+  EXPECT_EQ(kept.cost_list, bare.cost_list);
+  EXPECT_EQ(kept.gw_cost, bare.gw_cost);
+}
+
 TEST(SampledGw, SemiRelaxedKeepsSourceMarginal) {
   // TorchGW's test: row sums stay within 0.01 of p while the target relaxes.
   dist::Comm comm;

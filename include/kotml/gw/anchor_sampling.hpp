@@ -9,9 +9,12 @@
 //  * draw m of iteration t uses random::Stream(seed, Purpose::gw_sampling, t)
 //    from position 16·m (rows) and 16·(M + m) (columns);
 //  * columns are drawn by the rank holding the row and shared.
+// The weights and their cumulative sums (n each) are the same on every rank,
+// so a simulated run with folding keeps one copy for all ranks.
 // A plan of total mass below 1e-9 gives uniform rows and columns, as in TorchGW.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kotml/core/types.hpp"
@@ -42,6 +45,7 @@ class AnchorSampler {
   Kokkos::View<double*, MemSpace> weights_;
   Kokkos::View<std::int64_t*, MemSpace> quantised_, cumulative_;
   Kokkos::View<graph::NodeId*, MemSpace> rows_, cols_;
+  std::vector<std::shared_ptr<void>> shared_memory_;  // the folded arrays', in a simulated run
 };
 
 extern template class AnchorSampler<float>;

@@ -65,13 +65,18 @@ struct SampledGwOptions {
   int sinkhorn_max_iter = 100;
   double sinkhorn_tol = 5e-4;
   int sinkhorn_check_every = 1;
+  /// Widen this rank's rows of T into the result (float64). Only the outputs
+  /// that show T (a written plan, FOSCTTM) need them: without, result.plan is
+  /// empty, and a rank holds no second copy of its rows at the end.
+  bool keep_plan = true;
   /// Throws Error::option (naming the CLI option) for values outside their range.
   void validate() const;
 };
 
 struct SampledGwResult {
   std::int64_t n_source = 0, n_target = 0;
-  /// This rank's plan rows [row_begin, row_end) and their block of T (float64).
+  /// This rank's plan rows [row_begin, row_end) and their block of T (float64;
+  /// empty unless keep_plan).
   std::int64_t row_begin = 0, row_end = 0;
   Matrix<double> plan;
   /// argmax_k T(i, k) for every source point (ties to the smaller k); every rank.
