@@ -151,7 +151,9 @@ inline Replay::Step Replay::begin(int) { return Step::real; }
 
 /// A View of n Ts and what keeps its memory: a plain allocation (not zeroed),
 /// or, in a simulated run with folding on, the memory that every rank's
-/// allocation at `site` shares (then `memory` is set). Keep `memory` as long
+/// allocation at `site` shares (then `memory` is set): the rank's n-th there
+/// shares with the others' n-th, so every rank must ask at each site in the
+/// same order. Keep `memory` as long
 /// as `view`. For values that are the same on every process of the run
 /// (`same_everywhere`; otherwise a plain allocation), written by each rank
 /// itself: an MPI receive into folded memory is not copied.
