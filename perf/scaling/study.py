@@ -16,8 +16,9 @@ in batches mode, distances), cells of each file (map), graph nodes (apsp) and
 points of each cloud (gw, ot). kotml's own outputs go to --out/runs. Each rank
 count writes RUN.json in --out (the fastest of --repeats runs): the command
 line, the sizes, the wall time, the peak proportional set size of the run's
-processes (sampled every 0.2 s from /proc: what the machine held for it, a
-simulated run's folded buffers counted once), kotml's time per phase over ranks
+processes (sampled from /proc every 0.2 s, or less often where a sample takes
+long: what the machine held for it, a simulated run's folded buffers counted
+once), kotml's time per phase over ranks
 (its timers.json), the launcher and the machine. slurm/collect_scaling.py turns a
 folder of them into a table and plots.
 
@@ -105,17 +106,22 @@ def tree_pss(root):
 
 
 def run_measured(argv, env, interval=0.2):
-    """run_checked, sampling the run's tree_pss every `interval` seconds; returns the
-    peak (None where it could not be read)."""
+    """run_checked, sampling the run's tree_pss every `interval` seconds, or ten times
+    as long as a sample took where that is longer; returns the peak (None where it
+    could not be read). The kernel walks every mapping and page table of a process
+    for its smaps_rollup, under the lock that the process's own mmap calls take: at
+    1024 simulated ranks (55 GB mapped) one read took 1.2 s, so sampling back to
+    back would take a core and slow the simulation."""
     import tempfile
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
         peak = None
         while proc.poll() is None:
+            start = time.perf_counter()
             pss = tree_pss(proc.pid)
             if pss is not None:
                 peak = max(peak or 0, pss)
-            time.sleep(interval)
+            time.sleep(max(interval, 10 * (time.perf_counter() - start)))
         if proc.returncode != 0:
             err.seek(0)
             sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({proc.returncode}):\n"
