@@ -64,11 +64,14 @@ def problem_size(args, ranks):
     return args.per_rank * ranks
 
 
+def exit_failed(argv, returncode, stderr):
+    sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({returncode}):\n{stderr[-3000:]}")
+
+
 def run_checked(argv, env=None, cwd=None):
     result = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
-        sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({result.returncode}):\n"
-                 f"{result.stderr[-3000:]}")
+        exit_failed(argv, result.returncode, result.stderr)
     return result
 
 
@@ -124,8 +127,7 @@ def run_measured(argv, env, interval=0.2):
             time.sleep(max(interval, 10 * (time.perf_counter() - start)))
         if proc.returncode != 0:
             err.seek(0)
-            sys.exit(f"study: {' '.join(map(shlex.quote, argv))} failed ({proc.returncode}):\n"
-                     f"{err.read()[-3000:]}")
+            exit_failed(argv, proc.returncode, err.read())
     return peak
 
 

@@ -3,34 +3,18 @@
 #include <algorithm>
 
 #include "gw_kernels.hpp"
-#include "kotml/core/simulation.hpp"
 
 namespace kotml::gw {
-
-namespace {
-
-/// n Ts that every rank computes alike from the same row masses.
-template <class T>
-Kokkos::View<T*, MemSpace> alike_on_every_rank(const char* site, std::int64_t n, bool same_everywhere,
-                                               std::vector<std::shared_ptr<void>>& keep) {
-  auto memory = sim::folded<T>(site, static_cast<std::size_t>(n), same_everywhere);
-  if (memory.memory) keep.push_back(memory.memory);
-  return memory.view;
-}
-
-}  // namespace
 
 template <class S>
 AnchorSampler<S>::AnchorSampler(std::int64_t n, std::int64_t count, const dist::Comm& comm)
     : comm_(&comm),
       count_(count),
+      weights_(sim::folded<double>("kotml::gw::row_weights", static_cast<std::size_t>(n), comm.spans_world())),
+      quantised_(sim::folded<std::int64_t>("kotml::gw::quantised", static_cast<std::size_t>(n), comm.spans_world())),
+      cumulative_(sim::folded<std::int64_t>("kotml::gw::cumulative", static_cast<std::size_t>(n), comm.spans_world())),
       rows_(no_init("kotml::gw::draw_row"), count),
-      cols_(no_init("kotml::gw::draw_col"), count) {
-  const bool everywhere = comm.spans_world();
-  weights_ = alike_on_every_rank<double>("kotml::gw::row_weights", n, everywhere, shared_memory_);
-  quantised_ = alike_on_every_rank<std::int64_t>("kotml::gw::quantised", n, everywhere, shared_memory_);
-  cumulative_ = alike_on_every_rank<std::int64_t>("kotml::gw::cumulative", n, everywhere, shared_memory_);
-}
+      cols_(no_init("kotml::gw::draw_col"), count) {}
 
 template <class S>
 AnchorPairs AnchorSampler<S>::draw(Matrix<const S> plan, std::int64_t first_row,
@@ -42,10 +26,10 @@ AnchorPairs AnchorSampler<S>::draw(Matrix<const S> plan, std::int64_t first_row,
     top = std::max(top, w);
   }
   const bool uniform = !(total >= 1e-9);
-  detail::fill_from_host(weights_, row_mass);
-  detail::quantise_weights(weights_, top, quantised_);
-  const std::int64_t quantised_total = uniform ? 0 : detail::inclusive_scan(quantised_, cumulative_);
-  detail::draw_rows(cumulative_, quantised_total, seed, iteration, rows_);
+  detail::fill_from_host(weights_.view, row_mass);
+  detail::quantise_weights(weights_.view, top, quantised_.view);
+  const std::int64_t quantised_total = uniform ? 0 : detail::inclusive_scan(quantised_.view, cumulative_.view);
+  detail::draw_rows(cumulative_.view, quantised_total, seed, iteration, rows_);
   detail::draw_columns<S>(plan, first_row, rows_, seed, iteration, uniform, cols_);
 
   auto rows_h = Kokkos::create_mirror_view_and_copy(HostSpace(), rows_);

@@ -14,9 +14,9 @@
 // A plan of total mass below 1e-9 gives uniform rows and columns, as in TorchGW.
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
+#include "kotml/core/simulation.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/dist/comm.hpp"
 #include "kotml/graph/csr_graph.hpp"
@@ -42,10 +42,10 @@ class AnchorSampler {
  private:
   const dist::Comm* comm_;
   std::int64_t count_;
-  Kokkos::View<double*, MemSpace> weights_;
-  Kokkos::View<std::int64_t*, MemSpace> quantised_, cumulative_;
+  // Folded in a simulated run that folds, plain allocations otherwise.
+  sim::Folded<double> weights_;
+  sim::Folded<std::int64_t> quantised_, cumulative_;
   Kokkos::View<graph::NodeId*, MemSpace> rows_, cols_;
-  std::vector<std::shared_ptr<void>> shared_memory_;  // the folded arrays', in a simulated run
 };
 
 extern template class AnchorSampler<float>;
