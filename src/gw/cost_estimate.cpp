@@ -57,11 +57,13 @@ void normalise(DistanceBlock raw, const BlockScale& scale, Matrix<S> out) {
 }  // namespace
 
 template <class S>
-CostEstimate<S>::CostEstimate(std::int64_t rows, std::int64_t k, std::int64_t m, const dist::Comm& comm)
+CostEstimate<S>::CostEstimate(std::int64_t n, std::int64_t rows, std::int64_t k, std::int64_t m,
+                              const dist::Comm& comm)
     : dx_(no_init("kotml::gw::dx"), rows, m),
       row_sq_(no_init("kotml::gw::row_sq"), rows),
       dy_memory_(sim::folded<S>("kotml::gw::dy", static_cast<std::size_t>(k * m), comm.spans_world())),
-      col_sq_memory_(sim::folded<S>("kotml::gw::col_sq", static_cast<std::size_t>(k), comm.spans_world())) {
+      col_sq_memory_(sim::folded<S>("kotml::gw::col_sq", static_cast<std::size_t>(k), comm.spans_world())),
+      tile_rows_(plan_row_tile(n)) {
   dy_ = Matrix<S>(dy_memory_.view.data(), k, m);
   col_sq_ = col_sq_memory_.view;
   // On one rank the own block is the whole block: no second copy.
@@ -91,7 +93,7 @@ double CostEstimate<S>::build(DistanceBlock dx_raw, DistanceBlock dy_own_raw, Ma
     allgather_rows(comm, dy_own_, dy_);
     allgather_rows(comm, col_sq_own_, col_sq_);
   }
-  detail::cross_term<S>(dx_, dy_, lambda);
+  detail::cross_term<S>(dx_, dy_, lambda, tile_rows_);
   const double local_max = detail::add_rank_one_terms<S>(lambda, row_sq_, col_sq_);
   return comm.size() > 1 ? comm.max(local_max) : local_max;
 }

@@ -30,9 +30,10 @@ namespace kotml::gw {
 template <class S>
 class CostEstimate {
  public:
-  /// rows: this rank's source rows; k: target points; m: anchors per iteration.
-  /// The rank's target rows are plan_rows(k, comm.size(), comm.rank()).
-  CostEstimate(std::int64_t rows, std::int64_t k, std::int64_t m, const dist::Comm& comm);
+  /// n: source points, of which this rank holds `rows` (plan_rows(n)); k:
+  /// target points; m: anchors per iteration. The rank's target rows are
+  /// plan_rows(k, comm.size(), comm.rank()).
+  CostEstimate(std::int64_t n, std::int64_t rows, std::int64_t k, std::int64_t m, const dist::Comm& comm);
 
   /// Collective. dx_raw: this rank's source rows × M; dy_own_raw: this rank's
   /// target rows × M. Fills lambda (rows × K) and returns max Λ over all ranks
@@ -46,6 +47,7 @@ class CostEstimate {
   // rank then writes its own rows there itself), a plain allocation otherwise.
   sim::Folded<S> dy_memory_, col_sq_memory_;
   std::int64_t own_begin_ = 0;  // this rank's first target row
+  std::int64_t tile_rows_;      // plan_row_tile(n): the cross term's GEMM tiles
 };
 
 extern template class CostEstimate<float>;
