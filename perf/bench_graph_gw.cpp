@@ -83,7 +83,7 @@ void BM_CostEstimate(benchmark::State& state) {
   gw::DistanceBlock dx("dx", n, m), dy("dy", k, m);
   Kokkos::deep_copy(dx, 0.5f);
   Kokkos::deep_copy(dy, 0.25f);
-  gw::CostEstimate<S> estimate(n, n, k, m, comm);
+  gw::CostEstimate<S> estimate(n, k, m, comm);
   Matrix<S> lambda("lambda", n, k);
   for (auto _ : state) {
     benchmark::DoNotOptimize(estimate.build(dx, dy, lambda, comm));

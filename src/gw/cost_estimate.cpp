@@ -54,28 +54,36 @@ void normalise(DistanceBlock raw, const BlockScale& scale, Matrix<S> out) {
   detail::normalise_block<S>(raw, fill, divisor > 0.0f ? divisor : 0.0f, out);
 }
 
+/// (1/M)·‖d_x − d_y‖² = (1/M)·(‖d_x‖² + ‖d_y‖² − 2·d_x·d_y): ot's sqeuclidean
+/// (OTT's form, norms plus a cross term) with feature weight 1/M.
+ot::PointCost squared_difference_mean(std::int64_t m) {
+  ot::PointCost cost;
+  cost.kind = ot::Cost::sqeuclidean;
+  cost.feature_weight = 1.0 / static_cast<double>(m);
+  return cost;
+}
+
 }  // namespace
 
 template <class S>
-CostEstimate<S>::CostEstimate(std::int64_t n, std::int64_t rows, std::int64_t k, std::int64_t m,
-                              const dist::Comm& comm)
+CostEstimate<S>::CostEstimate(std::int64_t rows, std::int64_t k, std::int64_t m, const dist::Comm& comm)
     : dx_(no_init("kotml::gw::dx"), rows, m),
-      row_sq_(no_init("kotml::gw::row_sq"), rows),
+      row_norm_(no_init("kotml::gw::row_norm"), rows),
       dy_memory_(sim::folded<S>("kotml::gw::dy", static_cast<std::size_t>(k * m), comm.spans_world())),
-      col_sq_memory_(sim::folded<S>("kotml::gw::col_sq", static_cast<std::size_t>(k), comm.spans_world())),
-      tile_rows_(plan_row_tile(n)) {
+      col_norm_memory_(sim::folded<S>("kotml::gw::col_norm", static_cast<std::size_t>(k), comm.spans_world())),
+      costs_(squared_difference_mean(m), k, static_cast<int>(m), comm.size() > 1 && comm.spans_world()) {
   dy_ = Matrix<S>(dy_memory_.view.data(), k, m);
-  col_sq_ = col_sq_memory_.view;
+  col_norm_ = col_norm_memory_.view;
   // On one rank the own block is the whole block: no second copy.
   if (comm.size() == 1) {
     dy_own_ = dy_;
-    col_sq_own_ = col_sq_;
+    col_norm_own_ = col_norm_;
     return;
   }
   const dist::Block own = plan_rows(k, comm.size(), comm.rank());
   own_begin_ = own.begin;
   dy_own_ = Matrix<S>(no_init("kotml::gw::dy_own"), own.end - own.begin, m);
-  col_sq_own_ = Vector<S>(no_init("kotml::gw::col_sq_own"), own.end - own.begin);
+  col_norm_own_ = Vector<S>(no_init("kotml::gw::col_norm_own"), own.end - own.begin);
 }
 
 template <class S>
@@ -84,17 +92,16 @@ double CostEstimate<S>::build(DistanceBlock dx_raw, DistanceBlock dy_own_raw, Ma
   const auto scales = block_scales(dx_raw, dy_own_raw, comm);
   normalise<S>(dx_raw, scales[0], dx_);
   normalise<S>(dy_own_raw, scales[1], dy_own_);
-  detail::mean_squares<S>(dx_, row_sq_);
-  detail::mean_squares<S>(dy_own_, col_sq_own_);
+  ot::cost_norms<S>(ot::Cost::sqeuclidean, dx_, row_norm_);
+  ot::cost_norms<S>(ot::Cost::sqeuclidean, dy_own_, col_norm_own_);
   if (comm.size() > 1) {
     const auto first = static_cast<std::size_t>(own_begin_);
     sim::write_own_block(dy_memory_, dy_own_.data(), dy_own_.span(), first * dy_.extent(1));
-    sim::write_own_block(col_sq_memory_, col_sq_own_.data(), col_sq_own_.span(), first);
+    sim::write_own_block(col_norm_memory_, col_norm_own_.data(), col_norm_own_.span(), first);
     allgather_rows(comm, dy_own_, dy_);
-    allgather_rows(comm, col_sq_own_, col_sq_);
+    allgather_rows(comm, col_norm_own_, col_norm_);
   }
-  detail::cross_term<S>(dx_, dy_, lambda, tile_rows_);
-  const double local_max = detail::add_rank_one_terms<S>(lambda, row_sq_, col_sq_);
+  const double local_max = costs_.compute(dx_, row_norm_, dy_, col_norm_, lambda);
   return comm.size() > 1 ? comm.max(local_max) : local_max;
 }
 

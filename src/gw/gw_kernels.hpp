@@ -23,7 +23,6 @@
 #include "kotml/gw/distances.hpp"
 #include "kotml/gw/row_partition.hpp"
 #include "kotml/ot/fast_exp.hpp"
-#include "kotml/core/gemm.hpp"
 #include "kotml/ot/lse.hpp"
 #include "gw_simd_host.hpp"
 
@@ -41,14 +40,13 @@ constexpr int column_limbs = ColumnFixed::limbs;
 
 constexpr int lanes = 8;
 constexpr std::int64_t column_chunk = 32;
-// Rows of a column max/sum unit. The in-unit sums fix the bits, so the height
-// divides every plan tile (plan_row_tile): units never straddle ranks. Short
-// units also run faster for wide costs: a unit walks one row stream per row,
-// and 16 streams stay within what the hardware prefetchers follow where 64 did
-// not (bench_graph_gw's Sinkhorn at 4000 x 5000, one core: float 490 ms with
-// 16-row units, 510 with 8, 656 with 32, 815 with 64; double 903 against 974-979).
-constexpr std::int64_t column_tile_rows = 16;
-static_assert(plan_row_tile_min % column_tile_rows == 0, "units must not straddle plan tiles");
+// The column max/sum units are plan tiles (row_partition.hpp): the in-unit sums
+// fix the bits. Short units run faster for wide costs: a unit walks one row
+// stream per row, and 16 streams stay within what the hardware prefetchers
+// follow where 64 did not (bench_graph_gw's Sinkhorn at 4000 x 5000, one core:
+// float 490 ms with 16-row units, 510 with 8, 656 with 32, 815 with 64; double
+// 903 against 974-979).
+constexpr std::int64_t column_tile_rows = plan_row_tile;
 
 template <class S>
 KOKKOS_FORCEINLINE_FUNCTION S larger(S a, S b) {
@@ -139,51 +137,6 @@ void normalise_block(DistanceBlock d, float fill, float divisor, Mat<S> out) {
         if (divisor > 0.0f) v = v / divisor;
         out(f / cols, f % cols) = static_cast<S>(v);
       });
-}
-
-/// out(i) = mean over m of d(i, m)².
-template <class S>
-void mean_squares(Mat<S> d, Vec<S> out) {
-  const std::int64_t m_count = d.extent(1);
-  Kokkos::parallel_for(
-      "kotml::gw::mean_squares", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        S s = S(0);
-        for (std::int64_t m = 0; m < m_count; ++m) s += d(i, m) * d(i, m);
-        out(i) = s / static_cast<S>(m_count);
-      });
-}
-
-/// Λ = −(2/M)·D_X·D_Yᵀ, one GEMM per global row tile of `tile_rows` rows
-/// (identical calls on any rank count).
-template <class S>
-void cross_term(Mat<S> dx, Mat<S> dy, Mat<S> lambda, std::int64_t tile_rows) {
-  const std::int64_t rows = dx.extent(0);
-  const S alpha = S(-2) / static_cast<S>(dx.extent(1));
-  for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
-    const auto tile = Kokkos::make_pair(r0, r0 + tile_rows < rows ? r0 + tile_rows : rows);
-    auto a = Kokkos::subview(dx, tile, Kokkos::ALL());
-    auto c = Kokkos::subview(lambda, tile, Kokkos::ALL());
-    kotml::gemm("N", "T", alpha, a, dy, S(0), c);
-  }
-}
-
-/// Λ(i, k) += row(i) + col(k); returns the largest entry of the block.
-template <class S>
-double add_rank_one_terms(Mat<S> lambda, Vec<S> row, Vec<S> col) {
-  const std::int64_t k_count = lambda.extent(1);
-  double top = -kmath::infinity<double>();
-  Kokkos::parallel_reduce(
-      "kotml::gw::cost_estimate", Kokkos::RangePolicy<ExecSpace>(0, lambda.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i, double& best) {
-        S* c = &lambda(i, 0);
-        for (std::int64_t k = 0; k < k_count; ++k) {
-          c[k] = c[k] + row(i) + col(k);
-          if (static_cast<double>(c[k]) > best) best = static_cast<double>(c[k]);
-        }
-      },
-      Kokkos::Max<double>(top));
-  return top;
 }
 
 // ------------------------------------------------------------------- Sinkhorn

@@ -126,7 +126,7 @@ SampledGwResult solve(DistanceProvider& source, DistanceProvider& target, const 
   Doubles row_mass("kotml::gw::row_mass", rows), row_cost("kotml::gw::row_cost", rows),
       row_change("kotml::gw::row_change", rows);
   AnchorSampler<S> sampler(n, m_count, comm);
-  CostEstimate<S> estimate(n, rows, k, m_count, comm);
+  CostEstimate<S> estimate(rows, k, m_count, comm);
   SlackSinkhorn<S> sinkhorn(p_local, q, slack_p, slack_q, n, comm);
   SlackSinkhornSettings inner;
   inner.max_iter = o.sinkhorn_max_iter;

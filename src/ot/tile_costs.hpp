@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "kotml/core/math.hpp"
+#include "kotml/core/simulation.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/ot/cost.hpp"
 #include "kotml/ot/tiled_sinkhorn.hpp"
@@ -101,6 +102,20 @@ struct TileCostData {
   template <class Member>
   KOKKOS_INLINE_FUNCTION void compute(const Member& team, std::int64_t I, std::int64_t J, T* out) const;
 };
+
+/// cost_norms into a new `padded`-long View (point_cost_matrix.cpp).
+template <class T>
+Vector<T> point_norms(const Matrix<const T>& points, Cost kind, std::int64_t padded, const char* label);
+
+/// Memory for a y_packed of col_tiles column tiles of dim coordinates. Every
+/// rank of a solve holds the same y; when they are every process of the run
+/// (`everywhere`), a simulated run may fold it (core/simulation.hpp).
+template <class T>
+sim::Folded<T> packed_columns_memory(const char* site, std::int64_t col_tiles, std::int64_t dim, bool everywhere);
+
+/// y into `packed` in the y_packed layout, zero past m.
+template <class T>
+void pack_columns(const Matrix<const T>& y, const Vector<T>& packed);
 
 /// Host SIMD copies of a whole tile (tile_costs_host.cpp); same bits as entry().
 void cost_tile_host(const TileCostData<float>& data, std::int64_t I, std::int64_t J, float* out);

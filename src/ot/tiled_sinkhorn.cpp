@@ -149,42 +149,6 @@ struct FillTiles {
   }
 };
 
-/// ‖x_i‖² (sqeuclidean) or ‖x_i‖ (cosine), accumulated in double, then rounded to T.
-template <class T>
-Vector<T> point_norms(const Matrix<const T>& points, Cost kind, std::int64_t padded, const char* label) {
-  Vector<T> norms(std::string(label), padded);
-  const std::int64_t dim = points.extent(1);
-  const bool root = kind == Cost::cosine;
-  Kokkos::parallel_for(
-      "kotml::ot::tiled_norms", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        double s = 0;
-        for (std::int64_t k = 0; k < dim; ++k) s += static_cast<double>(points(i, k)) * static_cast<double>(points(i, k));
-        norms(i) = static_cast<T>(root ? kmath::sqrt(s) : s);
-      });
-  return norms;
-}
-
-/// y in column tiles, each k-major, zero past m. Every rank of the solve
-/// holds the same y; when they are every process of the run (`everywhere`:
-/// the world's solve of `kotml ot` or `kotml map`, one at a time, never the
-/// per-pair engines on one rank), a simulated run may fold the copy
-/// (core/simulation.hpp).
-template <class T>
-sim::Folded<T> pack_columns(const Matrix<const T>& y, std::int64_t col_tiles, bool everywhere) {
-  const std::int64_t m = y.extent(0), dim = y.extent(1);
-  auto folded =
-      sim::folded<T>("kotml::ot::tiled_y_packed", static_cast<std::size_t>(col_tiles * dim * tile_cols), everywhere);
-  const Vector<T> packed = folded.view;
-  Kokkos::deep_copy(packed, T(0));
-  Kokkos::parallel_for(
-      "kotml::ot::tiled_pack_y", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(const std::int64_t j) {
-        const std::int64_t J = j / tile_cols, c = j % tile_cols;
-        for (std::int64_t k = 0; k < dim; ++k) packed((J * dim + k) * tile_cols + c) = y(j, k);
-      });
-  return folded;
-}
-
 /// The largest squared norm of a point set's rows (double), 0 when empty.
 template <class T>
 double largest_squared_norm(const Matrix<const T>& points) {
@@ -1367,7 +1331,12 @@ TiledSinkhorn<T>::TiledSinkhorn(const dist::Comm& comm, const RowBlock& rows, co
   if (!x.points.span_is_contiguous() && n_local > 0)
     throw std::logic_error("tiled Sinkhorn: x must be contiguous");
   {
-    auto packed = detail::pack_columns<T>(y.points, d.col_tiles, comm.size() > 1 && comm.spans_world());
+    // Every rank of the solve holds the same y: foldable when they are every
+    // process of the run (the world's solve of `kotml ot` or `kotml map`, one
+    // at a time, never the per-pair engines on one rank).
+    auto packed = detail::packed_columns_memory<T>("kotml::ot::tiled_y_packed", d.col_tiles, dim,
+                                                   comm.size() > 1 && comm.spans_world());
+    detail::pack_columns<T>(y.points, packed.view);
     d.y_packed = packed.view;
     s.y_packed_memory = packed.memory;
   }

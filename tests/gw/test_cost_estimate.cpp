@@ -54,7 +54,7 @@ void check(bool with_infinities, double tol) {
     dy[7] = std::numeric_limits<float>::infinity();
   }
   dist::Comm comm;
-  CostEstimate<S> estimate(n, n, k, m, comm);
+  CostEstimate<S> estimate(n, k, m, comm);
   Matrix<S> lambda("lambda", n, k);
   const double top = estimate.build(block_from(dx, n, m), block_from(dy, k, m), lambda, comm);
   const auto nx = torchgw_normalised(dx), ny = torchgw_normalised(dy);
@@ -84,7 +84,7 @@ TEST(CostEstimate, AllInfiniteBlockBecomesOnes) {
   const std::int64_t n = 3, k = 2, m = 2;
   const float inf = std::numeric_limits<float>::infinity();
   dist::Comm comm;
-  CostEstimate<double> estimate(n, n, k, m, comm);
+  CostEstimate<double> estimate(n, k, m, comm);
   Matrix<double> lambda("lambda", n, k);
   estimate.build(block_from(std::vector<float>(n * m, inf), n, m),
                  block_from({0.0f, 2.0f, 1.0f, 1.0f}, k, m), lambda, comm);

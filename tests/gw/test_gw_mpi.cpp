@@ -32,7 +32,7 @@ std::unique_ptr<DistanceProvider> provider(DistanceMode mode, const graph::CsrGr
 void expect_same_run(DistanceMode mode, bool mixed) {
   const dist::Comm world;
   const dist::Comm self(MPI_COMM_SELF);
-  // 150 rows: ten tiles of 16 (plan_row_tile), the last one short, on rank 2 of 3.
+  // 150 rows: ten tiles of 16, the last one short, on rank 2 of 3.
   const auto src = spiral(150), tgt = swiss_roll(180);
   const auto gs = graph::build_knn_graph(device_points(src), 5, world);
   const auto gt = graph::build_knn_graph(device_points(tgt), 5, world);
@@ -153,7 +153,7 @@ TEST(GwAcrossRanks, CostEstimateOfSplitRowsIsTheWholeBlocks) {
   };
   const auto rows = plan_rows(n, world.size(), world.rank());
   const auto targets = plan_rows(k, world.size(), world.rank());
-  CostEstimate<float> shared(n, rows.end - rows.begin, k, m, world), alone(n, n, k, m, self);
+  CostEstimate<float> shared(rows.end - rows.begin, k, m, world), alone(n, k, m, self);
   Matrix<float> lambda_shared("lambda", rows.end - rows.begin, k), lambda_alone("lambda", n, k);
   const double top_shared =
       shared.build(block(dx, rows.begin, rows.end, m), block(dy, targets.begin, targets.end, m), lambda_shared, world);

@@ -239,33 +239,27 @@ TEST(SampledGw, PrecomputedMatrixIsValidated) {
   EXPECT_THROW(precomputed_from_matrix(2, {0, 1, 1}, "m", comm), Error);
 }
 
-// The tile height depends on n only, and gives 1024 ranks rows from 16,384
-// points on; the blocks of any rank count tile [0, n) in whole tiles.
-TEST(PlanRows, TilesFollowThePointsNotTheRanks) {
-  EXPECT_EQ(plan_row_tile(150), 16);
-  EXPECT_EQ(plan_row_tile(32767), 16);
-  EXPECT_EQ(plan_row_tile(32768), 32);
-  EXPECT_EQ(plan_row_tile(65535), 32);
-  EXPECT_EQ(plan_row_tile(65536), 64);
-  EXPECT_EQ(plan_row_tile(1 << 22), 64);
+// Rank blocks are whole 16-row tiles, contiguous and in rank order, and every
+// rank holds rows once there are as many tiles as ranks.
+TEST(PlanRows, WholeTilesInRankOrder) {
   for (const std::int64_t n : {std::int64_t(150), std::int64_t(16384), std::int64_t(32768), std::int64_t(100000)}) {
-    const std::int64_t h = plan_row_tile(n);
     for (const int ranks : {1, 3, 1024}) {
       std::int64_t next = 0, empty = 0;
       for (int r = 0; r < ranks; ++r) {
         const auto b = plan_rows(n, ranks, r);
         EXPECT_EQ(b.begin, next) << n << " " << ranks << " " << r;
-        EXPECT_TRUE(b.begin == n || b.begin % h == 0);
-        EXPECT_TRUE(b.end == n || (b.end - b.begin) % h == 0);
+        EXPECT_TRUE(b.begin == n || b.begin % plan_row_tile == 0);
+        EXPECT_TRUE(b.end == n || (b.end - b.begin) % plan_row_tile == 0);
         empty += b.end == b.begin;
         next = b.end;
       }
       EXPECT_EQ(next, n);
-      if (n >= 16384) {
+      if (n >= plan_row_tile * ranks) {
         EXPECT_EQ(empty, 0) << n << " points on " << ranks << " ranks";
       }
     }
   }
+  EXPECT_EQ(plan_row_tile, 16);
 }
 
 TEST(Generators, FollowTorchgwConstruction) {

@@ -8,7 +8,7 @@
 //        within the row), from random::Stream(seed, Purpose::gw_sampling, t);
 //     2. D_X = d_X(·, j_m) (N×M), D_Y = d_Y(·, l_m) (K×M); +inf → 1.5·(largest
 //        finite entry of the block), each block divided by its own maximum;
-//     3. Λ = mean_m D_X² ⊕ mean_m D_Y² − (2/M)·D_X D_Yᵀ  (one GEMM per row tile);
+//     3. Λ = mean_m D_X² ⊕ mean_m D_Y² − (2/M)·D_X D_Yᵀ  (ot::PointCostMatrix);
 //     4. log-domain Sinkhorn on Λ augmented with a slack row and column (cost
 //        100·max(max Λ, 1), corner 0; slack masses from s_shared), at
 //        ε_t = ε₀·γ^t (ε₀ decays at most 10×, to max(ε₀/10, min(5e-4, ε₀))),
@@ -20,7 +20,7 @@
 //
 // Differences from the reference, all deliberate:
 //  * seeded: the same seed gives the same plan, on any number of ranks and
-//    threads (bit-identical: row tiles, exact integer column sums, integer
+//    threads (bit-identical: per-entry costs, exact integer column sums, integer
 //    cumulative sums for sampling);
 //  * the Sinkhorn marginal check (max_i |(P1)_i − a_i| < tol, the slack row
 //    included) runs after every iteration: the log-sum-exps of the next row

@@ -1,0 +1,149 @@
+// Dense matrices of point costs through the tiled Sinkhorn's cost accessor
+// (point_cost.hpp, PointCostMatrix), and the inputs that accessor reads: the
+// norms and y in column tiles (tile_costs.hpp).
+
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "kotml/core/region.hpp"
+#include "kotml/ot/point_cost.hpp"
+#include "tiled_sweeps.hpp"
+
+namespace kotml::ot {
+
+template <class T>
+void cost_norms(Cost kind, Matrix<const T> points, Vector<T> out) {
+  if (kind == Cost::euclidean) return;
+  const std::int64_t dim = points.extent(1);
+  const bool root = kind == Cost::cosine;
+  Kokkos::parallel_for(
+      "kotml::ot::cost_norms", Kokkos::RangePolicy<ExecSpace>(0, points.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        double s = 0;
+        for (std::int64_t k = 0; k < dim; ++k) s += static_cast<double>(points(i, k)) * static_cast<double>(points(i, k));
+        out(i) = static_cast<T>(root ? kmath::sqrt(s) : s);
+      });
+}
+
+namespace detail {
+
+template <class T>
+Vector<T> point_norms(const Matrix<const T>& points, Cost kind, std::int64_t padded, const char* label) {
+  Vector<T> norms(std::string(label), padded);
+  cost_norms<T>(kind, points, norms);
+  return norms;
+}
+
+template <class T>
+sim::Folded<T> packed_columns_memory(const char* site, std::int64_t col_tiles, std::int64_t dim, bool everywhere) {
+  return sim::folded<T>(site, static_cast<std::size_t>(col_tiles * dim * tile_cols), everywhere);
+}
+
+template <class T>
+void pack_columns(const Matrix<const T>& y, const Vector<T>& packed) {
+  const std::int64_t m = y.extent(0), dim = y.extent(1);
+  Kokkos::deep_copy(packed, T(0));
+  Kokkos::parallel_for(
+      "kotml::ot::tiled_pack_y", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(const std::int64_t j) {
+        const std::int64_t J = j / tile_cols, c = j % tile_cols;
+        for (std::int64_t k = 0; k < dim; ++k) packed((J * dim + k) * tile_cols + c) = y(j, k);
+      });
+}
+
+namespace {
+
+/// One team per tile: the tile into the scratch pad, then into `out`, with the
+/// tile's largest entry.
+template <class T>
+struct CostMatrixTiles {
+  TileCostData<T> costs;
+  Matrix<T> out;
+
+  static std::size_t scratch_bytes() { return tile_scratch_bytes<T>(0); }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const TileMember& team, double& top) const {
+    const std::int64_t I = team.league_rank() / costs.col_tiles, J = team.league_rank() % costs.col_tiles;
+    ScratchCarver pad{team.team_scratch(1)};
+    T* tile = pad.take<T>(tile_entries);
+    costs.compute(team, I, J, tile);
+    const std::int64_t width = costs.cols_in(J);
+    double tile_top = -kmath::infinity<double>();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, costs.rows_in(I)),
+        [&](const std::int64_t i, double& best) {
+          const T* from = tile + i * tile_cols;
+          T* to = &out(I * tile_rows + i, J * tile_cols);
+          T row_top = -kmath::infinity<T>();
+          for (std::int64_t j = 0; j < width; ++j) {
+            to[j] = from[j];
+            row_top = from[j] > row_top ? from[j] : row_top;
+          }
+          if (static_cast<double>(row_top) > best) best = static_cast<double>(row_top);
+        },
+        Kokkos::Max<double>(tile_top));
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      if (tile_top > top) top = tile_top;
+    });
+  }
+};
+
+}  // namespace
+}  // namespace detail
+
+template <class T>
+PointCostMatrix<T>::PointCostMatrix(const PointCost& cost, std::int64_t m, int dim, bool y_same_everywhere)
+    : cost_(cost), m_(m), dim_(dim) {
+  if (cost.label.active()) throw std::logic_error("PointCostMatrix: no label term");
+  const std::int64_t col_tiles = (m + detail::tile_cols - 1) / detail::tile_cols;
+  auto packed = detail::packed_columns_memory<T>("kotml::ot::cost_matrix_y_packed", col_tiles, dim, y_same_everywhere);
+  y_packed_ = packed.view;
+  y_packed_memory_ = packed.memory;
+}
+
+template <class T>
+double PointCostMatrix<T>::compute(Matrix<const T> x, Vector<const T> x_norm, Matrix<const T> y,
+                                   Vector<const T> y_norm, Matrix<T> out) const {
+  ProfilingRegion region("kotml::ot::point_cost_matrix");
+  const std::int64_t rows = x.extent(0);
+  if (static_cast<std::int64_t>(y.extent(0)) != m_ || static_cast<int>(y.extent(1)) != dim_ ||
+      (rows > 0 && static_cast<int>(x.extent(1)) != dim_) || static_cast<std::int64_t>(out.extent(0)) != rows ||
+      static_cast<std::int64_t>(out.extent(1)) != m_ || (rows > 0 && !x.span_is_contiguous()))
+    throw std::logic_error("PointCostMatrix: x, y or out do not have the shapes it was set up for");
+  detail::pack_columns<T>(y, y_packed_);
+  detail::TileCostData<T> d;
+  d.x = x;
+  d.y_packed = y_packed_;
+  d.x_norm = x_norm;
+  d.y_norm = y_norm;
+  d.kind = cost_.kind;
+  d.feature_weight = static_cast<T>(cost_.feature_weight);
+  d.rows = rows;
+  d.cols = m_;
+  d.row_tiles = (rows + detail::tile_rows - 1) / detail::tile_rows;
+  d.col_tiles = (m_ + detail::tile_cols - 1) / detail::tile_cols;
+  d.dim = dim_;
+  double top = -kmath::infinity<double>();
+  if (d.row_tiles == 0 || d.col_tiles == 0) return top;
+  const detail::CostMatrixTiles<T> tiles{d, out};
+  Kokkos::parallel_reduce("kotml::ot::cost_matrix_tiles",
+                          detail::tile_policy(d.row_tiles * d.col_tiles, tiles.scratch_bytes()), tiles,
+                          Kokkos::Max<double>(top));
+  return top;
+}
+
+template void cost_norms<float>(Cost, Matrix<const float>, Vector<float>);
+template void cost_norms<double>(Cost, Matrix<const double>, Vector<double>);
+template class PointCostMatrix<float>;
+template class PointCostMatrix<double>;
+
+namespace detail {
+template Vector<float> point_norms<float>(const Matrix<const float>&, Cost, std::int64_t, const char*);
+template Vector<double> point_norms<double>(const Matrix<const double>&, Cost, std::int64_t, const char*);
+template sim::Folded<float> packed_columns_memory<float>(const char*, std::int64_t, std::int64_t, bool);
+template sim::Folded<double> packed_columns_memory<double>(const char*, std::int64_t, std::int64_t, bool);
+template void pack_columns<float>(const Matrix<const float>&, const Vector<float>&);
+template void pack_columns<double>(const Matrix<const double>&, const Vector<double>&);
+}  // namespace detail
+
+}  // namespace kotml::ot
