@@ -78,7 +78,7 @@ BENCHMARK_TEMPLATE(BM_SlackSinkhornIteration, float)->Args({4000, 5000})->Unit(b
 
 template <class S>
 void BM_CostEstimate(benchmark::State& state) {
-  const std::int64_t n = state.range(0), k = state.range(1), m = 80;
+  const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
   dist::Comm comm;
   gw::DistanceBlock dx("dx", n, m), dy("dy", k, m);
   Kokkos::deep_copy(dx, 0.5f);
@@ -91,8 +91,12 @@ void BM_CostEstimate(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * k * m * 1e-9, benchmark::Counter::kIsRate);
 }
-BENCHMARK_TEMPLATE(BM_CostEstimate, double)->Args({4000, 5000})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(BM_CostEstimate, float)->Args({4000, 5000})->Unit(benchmark::kMillisecond)->UseRealTime();
+// Rows × K × M: a whole 4000 × 5000 problem, and one rank's 64 rows of the
+// 16,384-point weak scaling problem on 256 ranks (M = 200), where the work on
+// the gathered D_Y (K × M, every iteration) weighs as much as the rows'.
+BENCHMARK_TEMPLATE(BM_CostEstimate, double)->Args({4000, 5000, 80})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_CostEstimate, float)->Args({4000, 5000, 80})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_CostEstimate, float)->Args({64, 16384, 200})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 /// TorchGW's benchmark problem end to end (graphs and distances included).
 void BM_SampledGw(benchmark::State& state) {

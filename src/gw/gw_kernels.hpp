@@ -99,15 +99,20 @@ KOKKOS_FORCEINLINE_FUNCTION void momentum_row(const S* cost, S* t, const S* v, s
 // -------------------------------------------------------------- distances → Λ
 
 /// Largest finite entry of a distance block (the lowest double when it has none:
-/// the identity of Kokkos::Max).
+/// the identity of Kokkos::Max). Rows in parallel, each row's entries in a loop:
+/// no index division per entry.
 inline double block_max_finite(DistanceBlock d) {
   const std::int64_t cols = d.extent(1);
   double m = -kmath::infinity<double>();
   Kokkos::parallel_reduce(
-      "kotml::gw::block_max", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0) * cols),
-      KOKKOS_LAMBDA(const std::int64_t f, double& best) {
-        const double v = d(f / cols, f % cols);
-        if (kmath::isfinite(v) && v > best) best = v;
+      "kotml::gw::block_max", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i, double& best) {
+        float top = -kmath::infinity<float>();
+        for (std::int64_t t = 0; t < cols; ++t) {
+          const float v = d(i, t);
+          if (kmath::isfinite(v) && v > top) top = v;
+        }
+        if (static_cast<double>(top) > best) best = static_cast<double>(top);
       },
       Kokkos::Max<double>(m));
   return m;
@@ -117,9 +122,11 @@ inline std::int64_t block_count_infinite(DistanceBlock d) {
   const std::int64_t cols = d.extent(1);
   std::int64_t count = 0;
   Kokkos::parallel_reduce(
-      "kotml::gw::block_infinite", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0) * cols),
-      KOKKOS_LAMBDA(const std::int64_t f, std::int64_t& c) {
-        if (kmath::isinf(d(f / cols, f % cols))) ++c;
+      "kotml::gw::block_infinite", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i, std::int64_t& c) {
+        std::int64_t row = 0;
+        for (std::int64_t t = 0; t < cols; ++t) row += kmath::isinf(d(i, t)) ? 1 : 0;
+        c += row;
       },
       count);
   return count;
@@ -130,12 +137,14 @@ template <class S>
 void normalise_block(DistanceBlock d, float fill, float divisor, Mat<S> out) {
   const std::int64_t cols = d.extent(1);
   Kokkos::parallel_for(
-      "kotml::gw::normalise_block", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0) * cols),
-      KOKKOS_LAMBDA(const std::int64_t f) {
-        float v = d(f / cols, f % cols);
-        if (kmath::isinf(v)) v = fill;
-        if (divisor > 0.0f) v = v / divisor;
-        out(f / cols, f % cols) = static_cast<S>(v);
+      "kotml::gw::normalise_block", Kokkos::RangePolicy<ExecSpace>(0, d.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        for (std::int64_t t = 0; t < cols; ++t) {
+          float v = d(i, t);
+          if (kmath::isinf(v)) v = fill;
+          if (divisor > 0.0f) v = v / divisor;
+          out(i, t) = static_cast<S>(v);
+        }
       });
 }
 

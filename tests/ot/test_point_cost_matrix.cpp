@@ -1,7 +1,8 @@
 // ot::PointCostMatrix: dense point costs from the tiled Sinkhorn's kernels are
 // OTT's formulas (point_cost_reference), the largest entry comes back, and a
-// row's bits do not depend on which other rows are computed with it (what
-// sampled GW relies on to give the same Λ on any rank count).
+// row's bits do not depend on which other rows are computed with it, nor on
+// which side the kernels pack (what sampled GW relies on to give the same Λ on
+// any rank count).
 
 #include <gtest/gtest.h>
 
@@ -42,18 +43,19 @@ Vector<T> norms_of(Cost kind, Matrix<const T> points) {
   return out;
 }
 
-// 150 rows (two full row tiles and a part) by 300 columns (a full column tile
-// and a part) of 37 coordinates.
-constexpr std::int64_t n = 150, m = 300, dim = 37;
+// 150 rows (two full row tiles and a part) of 37 coordinates.
+constexpr std::int64_t n = 150, dim = 37;
 
+// m = 300 columns (a full column tile and a part): x is the smaller side and
+// is packed; m = 100: y is.
 template <class T>
-void check_formulas(Cost kind, double tolerance) {
+void check_formulas(Cost kind, std::int64_t m, double tolerance) {
   const auto xv = random_values(n * dim, 1), yv = random_values(m * dim, 2);
   const Matrix<T> x = device_matrix<T>(xv, n, dim), y = device_matrix<T>(yv, m, dim);
   PointCost cost;
   cost.kind = kind;
   cost.feature_weight = 0.7;
-  const PointCostMatrix<T> costs(cost, m, static_cast<int>(dim), false);
+  PointCostMatrix<T> costs(cost, m, static_cast<int>(dim), false);
   Matrix<T> out("out", n, m);
   const double top = costs.compute(x, norms_of<T>(kind, x), y, norms_of<T>(kind, y), out);
   auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), out);
@@ -68,24 +70,28 @@ void check_formulas(Cost kind, double tolerance) {
       worst = std::max(worst, std::fabs(static_cast<double>(h(i, j)) - want) / std::max(1.0, std::fabs(want)));
       largest = std::max(largest, static_cast<double>(h(i, j)));
     }
-  EXPECT_LT(worst, tolerance) << cost_name(kind);
-  EXPECT_EQ(top, largest) << cost_name(kind);
+  EXPECT_LT(worst, tolerance) << cost_name(kind) << " m " << m;
+  EXPECT_EQ(top, largest) << cost_name(kind) << " m " << m;
 }
 
 TEST(PointCostMatrix, EntriesAreOttsFormulas) {
-  for (Cost kind : {Cost::sqeuclidean, Cost::euclidean, Cost::cosine}) {
-    check_formulas<double>(kind, 1e-13);
-    check_formulas<float>(kind, 1e-4);
-  }
+  for (Cost kind : {Cost::sqeuclidean, Cost::euclidean, Cost::cosine})
+    for (std::int64_t m : {100, 300}) {
+      check_formulas<double>(kind, m, 1e-13);
+      check_formulas<float>(kind, m, 1e-4);
+    }
 }
 
+// With m = 100 the whole x packs y, and the 40-row and 1-row blocks pack
+// themselves; with m = 300 every block packs itself.
 template <class T>
-void check_rows_alone() {
+void check_rows_alone(Cost kind, std::int64_t m) {
   const auto xv = random_values(n * dim, 3), yv = random_values(m * dim, 4);
   const Matrix<T> x = device_matrix<T>(xv, n, dim), y = device_matrix<T>(yv, m, dim);
   PointCost cost;
+  cost.kind = kind;
   cost.feature_weight = 1.0 / static_cast<double>(dim);
-  const PointCostMatrix<T> costs(cost, m, static_cast<int>(dim), false);
+  PointCostMatrix<T> costs(cost, m, static_cast<int>(dim), false);
   const auto y_norm = norms_of<T>(cost.kind, y);
   Matrix<T> whole("whole", n, m);
   costs.compute(x, norms_of<T>(cost.kind, x), y, y_norm, whole);
@@ -101,7 +107,7 @@ void check_rows_alone() {
     std::int64_t differing = 0;
     for (std::int64_t i = begin; i < end; ++i)
       for (std::int64_t j = 0; j < m; ++j) differing += std::memcmp(&ph(i - begin, j), &wh(i, j), sizeof(T)) != 0;
-    EXPECT_EQ(differing, 0) << "rows " << begin << " to " << end;
+    EXPECT_EQ(differing, 0) << cost_name(kind) << ": rows " << begin << " to " << end << " of " << m;
   }
   Matrix<T> none("none", 0, m);
   EXPECT_EQ(costs.compute(Kokkos::subview(x, std::make_pair(0, 0), Kokkos::ALL()), Vector<T>("no norms", 0), y,
@@ -110,8 +116,11 @@ void check_rows_alone() {
 }
 
 TEST(PointCostMatrix, ARowsBitsDoNotDependOnTheRowsBesideIt) {
-  check_rows_alone<float>();
-  check_rows_alone<double>();
+  for (Cost kind : {Cost::sqeuclidean, Cost::euclidean, Cost::cosine})
+    for (std::int64_t m : {100, 300}) {
+      check_rows_alone<float>(kind, m);
+      check_rows_alone<double>(kind, m);
+    }
 }
 
 }  // namespace

@@ -23,10 +23,10 @@
 // cancellation, and a cosine without the ridge.
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "kotml/core/simulation.hpp"
 #include "kotml/core/types.hpp"
 #include "kotml/ot/cost.hpp"
 
@@ -69,29 +69,31 @@ void cost_norms(Cost kind, Matrix<const T> points, Vector<T> out);
 /// A dense matrix of point costs, out(i, j) = λ_f · feature(x_i, y_j) (no
 /// label term), computed tile by tile by the tiled Sinkhorn's kernels
 /// (tile_costs.hpp: 64 × 256 tiles, register-blocked products on the host).
-/// Every entry is a fixed sequence of operations on its own two points, so its
-/// bits depend neither on the tiling nor on which rows of x a rank holds, as a
-/// GEMM's may (perf/gw/gemm_tile_heights.c). Set up once for y sets of m
-/// points of `dim` coordinates: y is packed once per compute into memory kept
-/// here, which a simulated run folds where every process of the run holds the
-/// same y (`y_same_everywhere`, core/simulation.hpp).
+/// Every entry is a fixed sequence of operations on its own two points,
+/// symmetric in them, so its bits depend neither on the tiling, nor on which
+/// rows of x a rank holds (as a GEMM's may: perf/gw/gemm_tile_heights.c), nor
+/// on which side the kernels pack. The smaller side is packed at each call,
+/// into memory kept here; y's, when packed, a simulated run folds where every
+/// process of the run holds the same y (`y_same_everywhere`,
+/// core/simulation.hpp). Set up once for y sets of m points of `dim`
+/// coordinates.
 template <class T>
 class PointCostMatrix {
  public:
   PointCostMatrix(const PointCost& cost, std::int64_t m, int dim, bool y_same_everywhere);
 
-  /// out (x rows × m, row-major) from x (rows × dim), y (m × dim) and their
-  /// cost_norms (unused for euclidean). Returns the largest entry, −∞ when x
-  /// has no rows.
+  /// out (x rows × m, row-major) from x (rows × dim), y (m × dim), both
+  /// contiguous, and their cost_norms (unused for euclidean). Returns the
+  /// largest entry, −∞ when x has no rows.
   double compute(Matrix<const T> x, Vector<const T> x_norm, Matrix<const T> y, Vector<const T> y_norm,
-                 Matrix<T> out) const;
+                 Matrix<T> out);
 
  private:
   PointCost cost_;
   std::int64_t m_ = 0;
   int dim_ = 0;
-  Vector<T> y_packed_;
-  std::shared_ptr<void> y_packed_memory_;
+  bool y_same_everywhere_ = false;
+  sim::Folded<T> y_packed_, x_packed_;
 };
 
 extern template class PointCostMatrix<float>;
