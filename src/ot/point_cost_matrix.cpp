@@ -80,37 +80,28 @@ struct CostMatrixTiles {
     ScratchCarver pad{team.team_scratch(1)};
     T* tile = pad.take<T>(tile_entries);
     costs.compute(team, I, J, tile);
+    // Each of out's lines that the tile covers is a row of the tile, or with
+    // `transposed` a column of it.
     const std::int64_t rows = costs.rows_in(I), width = costs.cols_in(J);
+    const std::int64_t lines = transposed ? width : rows, length = transposed ? rows : width;
+    const std::int64_t line_stride = transposed ? 1 : tile_cols, step = transposed ? tile_cols : 1;
+    const std::int64_t row0 = transposed ? J * tile_cols : I * tile_rows;
+    const std::int64_t col0 = transposed ? I * tile_rows : J * tile_cols;
     double tile_top = -kmath::infinity<double>();
-    if (!transposed) {
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(team, rows),
-          [&](const std::int64_t i, double& best) {
-            const T* from = tile + i * tile_cols;
-            T* to = &out(I * tile_rows + i, J * tile_cols);
-            T line_top = -kmath::infinity<T>();
-            for (std::int64_t j = 0; j < width; ++j) {
-              to[j] = from[j];
-              line_top = from[j] > line_top ? from[j] : line_top;
-            }
-            if (static_cast<double>(line_top) > best) best = static_cast<double>(line_top);
-          },
-          Kokkos::Max<double>(tile_top));
-    } else {
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(team, width),
-          [&](const std::int64_t j, double& best) {
-            T* to = &out(J * tile_cols + j, I * tile_rows);
-            T line_top = -kmath::infinity<T>();
-            for (std::int64_t i = 0; i < rows; ++i) {
-              const T c = tile[i * tile_cols + j];
-              to[i] = c;
-              line_top = c > line_top ? c : line_top;
-            }
-            if (static_cast<double>(line_top) > best) best = static_cast<double>(line_top);
-          },
-          Kokkos::Max<double>(tile_top));
-    }
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, lines),
+        [&](const std::int64_t l, double& best) {
+          const T* from = tile + l * line_stride;
+          T* to = &out(row0 + l, col0);
+          T line_top = -kmath::infinity<T>();
+          for (std::int64_t e = 0; e < length; ++e) {
+            const T c = from[e * step];
+            to[e] = c;
+            line_top = c > line_top ? c : line_top;
+          }
+          if (static_cast<double>(line_top) > best) best = static_cast<double>(line_top);
+        },
+        Kokkos::Max<double>(tile_top));
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       if (tile_top > top) top = tile_top;
     });
