@@ -117,8 +117,9 @@ void BM_SampledGw(benchmark::State& state) {
       ps = gw::precomputed_from_graph(gs, comm);
       pt = gw::precomputed_from_graph(gt, comm);
     } else if (mode == gw::DistanceMode::landmark) {
-      ps = gw::landmark_provider(gs, 50, comm.spans_world());
-      pt = gw::landmark_provider(gt, 50, comm.spans_world());
+      auto both = gw::landmark_providers(gs, gt, 50, comm);
+      ps = std::move(both.source);
+      pt = std::move(both.target);
     } else {
       ps = gw::dijkstra_provider(gs, 2000, comm);
       pt = gw::dijkstra_provider(gt, 2000, comm);

@@ -57,17 +57,27 @@ std::string given_or_cloud(const Side& side) {
   return side.given_distances ? side.file + ":" + side.dist : side.cloud.source;
 }
 
-std::unique_ptr<gw::DistanceProvider> provider_for(const Side& side, gw::DistanceMode mode, int k,
-                                                   std::int64_t landmarks, std::int64_t cache_rows,
-                                                   const dist::Comm& comm) {
-  if (side.given_distances) return gw::precomputed_from_file(side.file, side.dist, comm);
-  const auto g = graph::build_knn_graph(side.cloud.to_device(), k, comm, side.cloud.source);
-  switch (mode) {
-    case gw::DistanceMode::precomputed: return gw::precomputed_from_graph(g, comm);
-    case gw::DistanceMode::dijkstra: return gw::dijkstra_provider(g, cache_rows, comm);
-    case gw::DistanceMode::landmark: return gw::landmark_provider(g, landmarks, comm.spans_world());
+/// Both clouds' distances: from the given matrices, or from kNN graphs of the
+/// points. Collective.
+gw::DistanceProviders providers_for(const Side& source, const Side& target, gw::DistanceMode mode, int k,
+                                    std::int64_t landmarks, std::int64_t cache_rows, const dist::Comm& comm) {
+  const auto knn_graph = [&](const Side& side) {
+    return graph::build_knn_graph(side.cloud.to_device(), k, comm, side.cloud.source);
+  };
+  if (mode == gw::DistanceMode::landmark) {  // the two embeddings are built at once
+    const auto source_graph = knn_graph(source);
+    const auto target_graph = knn_graph(target);
+    return gw::landmark_providers(source_graph, target_graph, landmarks, comm);
   }
-  return nullptr;
+  const auto one = [&](const Side& side) -> std::unique_ptr<gw::DistanceProvider> {
+    if (side.given_distances) return gw::precomputed_from_file(side.file, side.dist, comm);
+    if (mode == gw::DistanceMode::precomputed) return gw::precomputed_from_graph(knn_graph(side), comm);
+    return gw::dijkstra_provider(knn_graph(side), cache_rows, comm);
+  };
+  gw::DistanceProviders both;
+  both.source = one(source);
+  both.target = one(target);
+  return both;
 }
 
 }  // namespace
@@ -205,15 +215,14 @@ Subcommand gw_subcommand() {
 
     timed.emplace("graphs and distances");
     Kokkos::Timer phase_timer;
-    auto source_distances = provider_for(source, mode, k, landmarks, cache_rows, comm);
-    auto target_distances = provider_for(target, mode, k, landmarks, cache_rows, comm);
+    const auto distances = providers_for(source, target, mode, k, landmarks, cache_rows, comm);
     const double setup_seconds = phase_timer.seconds();
     // The points are needed again only for FOSCTTM's projections onto the target.
     for (Side* side : {&source, &target})
       if (!paired || side == &source) side->cloud = graph::PointCloud{side->cloud.source, 0, 0, {}};
     o.keep_plan = plan_kind != "none" || paired;
     timed.emplace("solve");
-    const auto result = gw::sampled_gw(*source_distances, *target_distances, o, comm,
+    const auto result = gw::sampled_gw(*distances.source, *distances.target, o, comm,
                                        source.marginal, target.marginal);
     const double solve_seconds = total_timer.seconds() - setup_seconds;
     timed.reset();  // gw::foscttm is its own phase

@@ -10,6 +10,7 @@
 #include "kotml/core/device_copy.hpp"
 #include "kotml/core/error.hpp"
 #include "kotml/core/math.hpp"
+#include "kotml/core/phase_timers.hpp"
 #include "kotml/core/simulation.hpp"
 #include "kotml/graph/apsp.hpp"
 #include "kotml/graph/dijkstra.hpp"
@@ -221,22 +222,53 @@ class DijkstraDistances final : public DistanceProvider {
 };
 
 // --------------------------------------------------------------------- landmark
+/// One cloud's landmark embedding z (n × L), in memory that a simulated run
+/// with folding shares among the ranks (core/simulation.hpp).
+struct Embedding {
+  sim::Folded<float, MemSpace> storage;
+  DistanceBlock z;
+};
+
+/// Every rank asks in the same order (folded memory is matched by its order at
+/// the site).
+Embedding embedding_memory(const graph::CsrGraph<MemSpace>& g, std::int64_t landmarks, bool same_everywhere) {
+  const std::int64_t dims = std::min(landmarks, g.n);
+  Embedding e;
+  e.storage = sim::folded<float, MemSpace>("kotml::gw::landmark_embedding", static_cast<std::size_t>(g.n * dims),
+                                           same_everywhere);
+  e.z = DistanceBlock(e.storage.view.data(), g.n, dims);
+  return e;
+}
+
+void build_embedding(const graph::CsrGraph<MemSpace>& g, DistanceBlock z) {
+  const timers::Scope timed("landmarks");
+  transpose_to_float(graph::farthest_point_landmarks(g, z.extent(1)).distances, z);
+}
+
+/// Collective: z as rank `builder` holds it, on every rank. A receive into
+/// folded memory is not copied by SMPI, and needs not be: the builder wrote it.
+void broadcast_embedding(const dist::Comm& comm, DistanceBlock z, int builder) {
+  const timers::Scope timed("share landmarks");
+  auto host = Kokkos::create_mirror_view(z);
+  if (comm.rank() == builder) Kokkos::deep_copy(host, z);
+  comm.bcast(host.data(), host.span() * sizeof(float), builder);
+  if (comm.rank() != builder) Kokkos::deep_copy(z, host);
+}
+
 class LandmarkDistances final : public DistanceProvider {
  public:
-  LandmarkDistances(DistanceBlock embedding, std::vector<std::shared_ptr<void>> shared_memory)
-      : z_(embedding), shared_memory_(std::move(shared_memory)) {}
-  std::int64_t size() const override { return z_.extent(0); }
-  std::int64_t dijkstra_runs() const override { return z_.extent(1); }
+  explicit LandmarkDistances(Embedding embedding) : embedding_(std::move(embedding)) {}
+  std::int64_t size() const override { return embedding_.z.extent(0); }
+  std::int64_t dijkstra_runs() const override { return embedding_.z.extent(1); }
 
   /// Every rank holds the whole embedding, so any rows are computed locally.
   void distances(const std::vector<NodeId>& anchors, std::int64_t first_row,
                  DistanceBlock block) override {
-    embedding_distances(z_, to_device(anchors), first_row, block);
+    embedding_distances(embedding_.z, to_device(anchors), first_row, block);
   }
 
  private:
-  DistanceBlock z_;  // n × L: distance of each node to each landmark
-  std::vector<std::shared_ptr<void>> shared_memory_;  // z_'s, where a simulated run folds it
+  Embedding embedding_;  // z: distance of each node to each landmark
 };
 
 }  // namespace
@@ -293,14 +325,22 @@ std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpa
   return std::make_unique<DijkstraDistances>(g, cache_rows, comm);
 }
 
-std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks, bool same_everywhere) {
-  const auto lm = graph::farthest_point_landmarks(g, landmarks);
-  DistanceBlock z(no_init("kotml::gw::landmark_embedding"), g.n, lm.nodes.size());
-  transpose_to_float(lm.distances, z);
-  std::vector<std::shared_ptr<void>> shared_memory;
-  z = sim::shared_copy("kotml::gw::landmark_embedding", z, same_everywhere, shared_memory);
-  return std::make_unique<LandmarkDistances>(z, std::move(shared_memory));
+DistanceProviders landmark_providers(const graph::CsrGraph<MemSpace>& source,
+                                     const graph::CsrGraph<MemSpace>& target, std::int64_t landmarks,
+                                     const dist::Comm& comm) {
+  // Checked on every rank: only the builders look for landmarks.
+  require(landmarks >= 1, "", "landmarks",
+          "the number of landmarks must be at least 1, got " + std::to_string(landmarks));
+  const int source_builder = 0, target_builder = comm.size() / 2;
+  Embedding zs = embedding_memory(source, landmarks, comm.spans_world());
+  Embedding zt = embedding_memory(target, landmarks, comm.spans_world());
+  comm.phase([&] {
+    if (comm.rank() == source_builder) build_embedding(source, zs.z);
+    if (comm.rank() == target_builder) build_embedding(target, zt.z);
+  });
+  broadcast_embedding(comm, zs.z, source_builder);
+  broadcast_embedding(comm, zt.z, target_builder);
+  return {std::make_unique<LandmarkDistances>(std::move(zs)), std::make_unique<LandmarkDistances>(std::move(zt))};
 }
 
 }  // namespace kotml::gw

@@ -19,14 +19,18 @@ using namespace kotml::gw;
 
 namespace {
 
-std::unique_ptr<DistanceProvider> provider(DistanceMode mode, const graph::CsrGraph<MemSpace>& g,
-                                           const dist::Comm& comm) {
-  switch (mode) {
-    case DistanceMode::precomputed: return precomputed_from_graph(g, comm);
-    case DistanceMode::dijkstra: return dijkstra_provider(g, 16, comm);  // small: evictions happen
-    case DistanceMode::landmark: return landmark_provider(g, 10, comm.spans_world());
+DistanceProviders providers(DistanceMode mode, const graph::CsrGraph<MemSpace>& gs,
+                            const graph::CsrGraph<MemSpace>& gt, const dist::Comm& comm) {
+  if (mode == DistanceMode::landmark) return landmark_providers(gs, gt, 10, comm);
+  DistanceProviders both;
+  if (mode == DistanceMode::precomputed) {
+    both.source = precomputed_from_graph(gs, comm);
+    both.target = precomputed_from_graph(gt, comm);
+  } else {  // small caches: evictions happen
+    both.source = dijkstra_provider(gs, 16, comm);
+    both.target = dijkstra_provider(gt, 16, comm);
   }
-  return nullptr;
+  return both;
 }
 
 void expect_same_run(DistanceMode mode, bool mixed) {
@@ -42,10 +46,10 @@ void expect_same_run(DistanceMode mode, bool mixed) {
   o.min_iter_before_converge = 10;
   o.epsilon = 0.01;
   o.mixed_precision = mixed;
-  auto ws = provider(mode, gs, world), wt = provider(mode, gt, world);
-  const auto distributed = sampled_gw(*ws, *wt, o, world);
-  auto ss = provider(mode, gs, self), st = provider(mode, gt, self);
-  const auto alone = sampled_gw(*ss, *st, o, self);
+  auto w = providers(mode, gs, gt, world);
+  const auto distributed = sampled_gw(*w.source, *w.target, o, world);
+  auto s = providers(mode, gs, gt, self);
+  const auto alone = sampled_gw(*s.source, *s.target, o, self);
 
   EXPECT_EQ(distributed.match, alone.match);
   EXPECT_EQ(distributed.err_list, alone.err_list);

@@ -76,9 +76,12 @@ const SampledGwResult& run_mode(DistanceMode mode, bool mixed) {
       pt = dijkstra_provider(b.gt, 2000, comm);
       break;
     case DistanceMode::landmark:
-      ps = landmark_provider(b.gs, 20, comm.spans_world());
-      pt = landmark_provider(b.gt, 20, comm.spans_world());
+    {
+      auto both = landmark_providers(b.gs, b.gt, 20, comm);
+      ps = std::move(both.source);
+      pt = std::move(both.target);
       break;
+    }
   }
   auto o = Benchmark::options();
   o.mixed_precision = mixed;
@@ -158,7 +161,9 @@ TEST(SampledGw, WithoutTheKeptPlanTheSolveIsTheSame) {
   const auto src = spiral(120), tgt = swiss_roll(150);
   const auto gs = graph::build_knn_graph(device_points(src), 5);
   const auto gt = graph::build_knn_graph(device_points(tgt), 5);
-  auto ps = landmark_provider(gs, 20, comm.spans_world()), pt = landmark_provider(gt, 20, comm.spans_world());
+  const auto both = landmark_providers(gs, gt, 20, comm);
+  auto& ps = both.source;
+  auto& pt = both.target;
   SampledGwOptions o;
   o.samples = 30;
   o.max_iter = 20;

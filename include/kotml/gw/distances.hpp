@@ -62,12 +62,21 @@ std::unique_ptr<DistanceProvider> precomputed_from_matrix(std::int64_t n,
 std::unique_ptr<DistanceProvider> dijkstra_provider(const graph::CsrGraph<MemSpace>& g,
                                                     std::int64_t cache_rows,
                                                     const dist::Comm& comm);
-/// landmark: min(landmarks, n) farthest-point landmarks from node 0. The
-/// landmark embedding is built on every rank, which then needs no communication.
-/// It is the same on every process where `same_everywhere` (the ranks span the
-/// world and build it from the same graph), so a simulated run with folding
-/// keeps one copy of it for all ranks. Calls no MPI.
-std::unique_ptr<DistanceProvider> landmark_provider(const graph::CsrGraph<MemSpace>& g,
-                                                    std::int64_t landmarks, bool same_everywhere);
+/// The two clouds' providers.
+struct DistanceProviders {
+  std::unique_ptr<DistanceProvider> source, target;
+};
+/// landmark: in each cloud, min(landmarks, n) farthest-point landmarks from
+/// node 0 and the n × L embedding of every node's distances to them. The
+/// landmarks are found one after another (each is the node farthest from
+/// those before), so one rank builds each cloud's embedding and broadcasts
+/// it: rank 0 the source's and rank P/2 the target's, at once from two ranks
+/// on. Every rank then holds both, and the distances need no communication.
+/// The embeddings' bits do not depend on the rank that builds them. Where the
+/// ranks span the world, a simulated run with folding keeps one copy of each
+/// for all ranks. Collective.
+DistanceProviders landmark_providers(const graph::CsrGraph<MemSpace>& source,
+                                     const graph::CsrGraph<MemSpace>& target, std::int64_t landmarks,
+                                     const dist::Comm& comm);
 
 }  // namespace kotml::gw
